@@ -1,0 +1,260 @@
+"""The ``clawwatch`` command line (shared/CONTRACT.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+
+from monitor import __version__
+from monitor.discovery import DiscoveryError, discover, require_something
+
+
+class SetupError(Exception):
+    """Bad setup: printed as is, exit code 2."""
+
+
+def _add_discovery_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-dir", help="OpenClaw state dir (default: $OPENCLAW_STATE_DIR, "
+                                            "~/.openclaw)")
+    parser.add_argument("--profile", help="use ~/.openclaw-<profile>")
+    parser.add_argument("--log", help="gateway log file (default: logging.file, or the newest "
+                                      "/tmp/openclaw/openclaw-*.log)")
+    parser.add_argument("--gateway", help="gateway URL, ws://HOST:PORT")
+    parser.add_argument("--config", help="clawwatch config file")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="clawwatch",
+        description="Watch OpenClaw sessions for tool-call loops and token burn, and stop them.")
+    parser.add_argument("--version", action="version", version=f"clawwatch {__version__}")
+    _add_discovery_flags(parser)
+    parser.add_argument("--theme", help="dashboard theme name")
+    commands = parser.add_subparsers(dest="command")
+
+    replay = commands.add_parser("replay", help="read history to the end and report")
+    _add_discovery_flags(replay)
+    replay.add_argument("paths", nargs="*", metavar="PATH",
+                        help="agent DBs, sessions dirs, transcripts or gateway logs")
+    replay.add_argument("--json", action="store_true", help="print one JSON document")
+    replay.add_argument("--archives", action="store_true",
+                        help="also read *.jsonl.reset.* / *.jsonl.deleted.* archives")
+
+    watch = commands.add_parser("watch", help="follow live and print findings")
+    _add_discovery_flags(watch)
+    watch.add_argument("--headless", action="store_true", help="no dashboard: print lines")
+    watch.add_argument("--json", action="store_true", help="JSON lines")
+    watch.add_argument("--seconds", type=float, help="stop after N seconds")
+    watch.add_argument("--act", choices=("off", "dry-run", "auto"), help="action mode")
+    watch.add_argument("--from-start", action="store_true",
+                       help="report history too (default: catch up silently, then go live)")
+    watch.add_argument("--checkpoint", help="checkpoint file (default: per-user state dir)")
+    watch.add_argument("--no-checkpoint", action="store_true",
+                       help="neither read nor write a checkpoint")
+    watch.add_argument("--poll", type=float, default=1.0,
+                       help="safety-net poll interval in seconds (default 1)")
+
+    config = commands.add_parser("config", help="configuration tools")
+    config_commands = config.add_subparsers(dest="config_command")
+    check = config_commands.add_parser("check", help="validate a config file")
+    check.add_argument("file", nargs="?")
+    return parser
+
+
+# ---------------------------------------------------------------------- helpers
+
+def _load_config(path: str | None):
+    try:
+        from monitor.config import ConfigError, load_config
+    except ImportError:
+        return None
+
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        raise SetupError("\n".join(exc.errors)) from None
+
+
+def _engine(config):
+    try:
+        from monitor.detect.engine import DetectionEngine
+    except ImportError:
+        return None
+
+    return DetectionEngine(config)
+
+
+def _discover(args) -> object:
+    found = discover(state_dir=args.state_dir, profile=args.profile, log=args.log,
+                     gateway=args.gateway)
+    return found
+
+
+def _emit(records: list[dict], as_json: bool, out=sys.stdout) -> None:
+    for record in records:
+        if as_json:
+            out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        else:
+            out.write(_human_line(record) + "\n")
+    out.flush()
+
+
+def _human_line(record: dict) -> str:
+    kind = record["type"]
+    if kind == "finding":
+        return (f"{record['ts']} {record['level'].upper():8} {record['key']} "
+                f"{record['detector']} x{record['count']} (call {record['at_call']}): "
+                f"{record['message']}")
+    if kind == "tool_call":
+        return f"{record['ts']} call     {record['key']} #{record['at_call']} {record['name']}"
+    if kind == "session":
+        return f"{record['ts']} session  {record['key']} {record['status']}"
+    if kind == "action":
+        return f"{record['ts']} ACTION   {record['key']} {record['action']} ok={record['ok']}"
+    return f"{record['ts']} {kind:8} {record.get('path', '')} {record.get('where', '')} " \
+           f"{record.get('message', '')}"
+
+
+# --------------------------------------------------------------------- commands
+
+def cmd_replay(args) -> int:
+    from monitor.pipeline import Monitor
+    from monitor.sources.sourceset import SourceSet
+
+    for path in args.paths:
+        if not os.path.exists(path):
+            raise SetupError(f"clawwatch replay: {path}: no such file or directory")
+    found = _discover(args) if (args.state_dir or not args.paths) else None
+    state_dir = found.state_dir if found else None
+    if found is not None and not args.paths:
+        if not state_dir or not os.path.isdir(state_dir):
+            raise SetupError(
+                f"clawwatch replay: no OpenClaw state dir at {state_dir or '(none)'}; "
+                "pass --state-dir DIR or PATHs to read")
+    log_path = args.log or (found.log_path if found and found.log_path
+                            and os.path.exists(found.log_path) else None)
+    config = _load_config(args.config)
+    sources = SourceSet(state_dir=state_dir, log_path=log_path, paths=tuple(args.paths),
+                        include_archives=args.archives, replay=True)
+    if not sources.sources and not state_dir:
+        raise SetupError("clawwatch replay: nothing readable was given")
+    monitor = Monitor(sources, _engine(config))
+    monitor.quiet = True
+    previous = -1
+    while True:
+        monitor.step()
+        total = sum(s.events + s.errors for s in sources.sources)
+        if total == previous:
+            break
+        previous = total
+    document = monitor.report()
+    sources.close()
+    if args.json:
+        sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
+    else:
+        _print_replay_table(document)
+    return 0
+
+
+def _print_replay_table(document: dict) -> None:
+    for source in document["sources"]:
+        print(f"{source['kind']:12} {source['events']:>9} events {source['errors']:>5} errors  "
+              f"{source['path']}")
+    for session in document["sessions"]:
+        tokens = session["tokens"]
+        worst = max((f["level"] for f in session["findings"]), default="-",
+                    key=lambda level: {"warning": 1, "critical": 2}.get(level, 0))
+        print(f"{session['key']:40} {session['status'] or '-':8} calls={session['tool_calls']:<5}"
+              f" in={tokens['input']:<9} out={tokens['output']:<7} worst={worst}")
+
+
+def cmd_watch(args) -> int:
+    from monitor.pipeline import Monitor
+    from monitor.sources.checkpoint import CheckpointStore, default_checkpoint_path
+    from monitor.sources.sourceset import SourceSet
+    from monitor.sources.wake import Waker
+
+    found = _discover(args)
+    try:
+        require_something(found)
+    except DiscoveryError as exc:
+        raise SetupError(str(exc)) from None
+    config = _load_config(args.config)
+    store = None
+    if not args.no_checkpoint:
+        store = CheckpointStore(args.checkpoint or default_checkpoint_path(
+            found.state_dir, found.log_path))
+    resume = store.load() if store else None
+    log_path = found.log_path if found.log_path else None
+    sources = SourceSet(state_dir=found.state_dir, log_path=log_path, resume=resume)
+    monitor = Monitor(sources, _engine(config))
+    waker = Waker(sources.watch_paths(), poll_seconds=args.poll)
+    stop = _install_stop_signals()
+    deadline = time.monotonic() + args.seconds if args.seconds else None
+    try:
+        if resume is None and not args.from_start:
+            monitor.quiet = True
+            _emit(monitor.step(), args.json)
+            monitor.quiet = False
+        while not stop.is_set():
+            records = monitor.step()
+            _emit(records, args.json)
+            if store and records:
+                store.save(sources.checkpoint())
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                break
+            waker.wait(None if remaining is None else min(remaining, args.poll))
+    finally:
+        waker.close()
+        if store:
+            store.save(sources.checkpoint())
+        sources.close()
+    return 0
+
+
+def _install_stop_signals():
+    import threading
+
+    stop = threading.Event()
+
+    def handler(signum, frame):
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    return stop
+
+
+def cmd_config(args) -> int:
+    if args.config_command != "check":
+        raise SetupError("usage: clawwatch config check [FILE]")
+    from monitor.config import check_config_main
+
+    return check_config_main(args.file)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {"replay": cmd_replay, "watch": cmd_watch, "config": cmd_config}
+    try:
+        if args.command is None:
+            raise SetupError("clawwatch: the dashboard is not built yet; "
+                             "use `clawwatch watch --headless`")
+        if args.command == "watch" and not args.headless:
+            raise SetupError("clawwatch watch: only --headless is available so far")
+        return handlers[args.command](args)
+    except SetupError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

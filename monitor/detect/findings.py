@@ -1,0 +1,42 @@
+"""What a detector reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Level = Literal["warning", "critical"]
+LEVEL_RANK = {"warning": 1, "critical": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A detector reaching a level for one pattern of one session.
+
+    ``at_call`` is the 1-based index, within the session, of the tool call on
+    which the finding fired (0 when it did not fire on a tool call, e.g. a
+    budget crossed by an assistant message). ``pattern`` identifies what
+    repeats (tool + argument hash, a pair, ...) so each level is reported once
+    per pattern.
+    """
+
+    session_key: str
+    session_id: str
+    detector: str
+    level: Level
+    count: int
+    tool: str | None
+    at_call: int
+    message: str
+    pattern: str = ""
+    ts: float | None = None
+
+    def as_json(self) -> dict:
+        return {
+            "detector": self.detector,
+            "level": self.level,
+            "count": self.count,
+            "tool": self.tool,
+            "at_call": self.at_call,
+            "message": self.message,
+        }

@@ -1,0 +1,215 @@
+"""Typed records that flow from the sources to the detectors.
+
+Every record is an immutable, slotted dataclass. Records that come from a
+transcript carry ``session_id`` (the transcript generation) and an ``origin``
+that names exactly where they were read (``path@offset`` or ``db#session_id:seq``),
+so duplicates and gaps can be proven by id. The session *key* is attached later
+by the pipeline from the session index, because transcript rows do not hold it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+SourceKind = Literal["sqlite", "jsonl", "gateway-log"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One row of a session index (``session_nodes`` or ``sessions.json``)."""
+
+    key: str
+    session_id: str
+    agent_id: str
+    model: str | None = None
+    provider: str | None = None
+    status: str | None = None
+    run_id: str | None = None
+    active_run_id: str | None = None
+    aborted_last_run: bool = False
+    label: str | None = None
+    updated_at: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    origin: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStart:
+    """The transcript header (``type: session``): a new transcript generation."""
+
+    session_id: str
+    ts: float | None
+    cwd: str | None = None
+    origin: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    """A user prompt; its ``idempotencyKey`` names the run it starts."""
+
+    session_id: str
+    run_id: str | None
+    ts: float | None
+    text_chars: int = 0
+    origin: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage of one assistant message (per message, never cumulative)."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total: int = 0
+    cost: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """One model reply: usage, stop reason and error, plus how many tool calls it made."""
+
+    session_id: str
+    run_id: str | None
+    ts: float | None
+    usage: Usage
+    stop_reason: str | None
+    error_message: str | None
+    model: str | None
+    provider: str | None
+    tool_call_count: int
+    text_chars: int
+    origin: str = ""
+
+    @property
+    def is_error(self) -> bool:
+        return self.stop_reason in ("error", "aborted") or bool(self.error_message)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A ``toolCall`` item of an assistant message."""
+
+    session_id: str
+    call_id: str
+    name: str
+    arguments: Any
+    run_id: str | None
+    ts: float | None
+    origin: str = ""
+    has_arguments: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A ``toolResult`` message answering ``call_id``."""
+
+    session_id: str
+    call_id: str
+    name: str
+    is_error: bool
+    details: Any
+    text: str
+    run_id: str | None
+    ts: float | None
+    origin: str = ""
+
+    @property
+    def denied_reason(self) -> str | None:
+        if isinstance(self.details, dict):
+            reason = self.details.get("deniedReason")
+            return reason if isinstance(reason, str) else None
+        return None
+
+    @property
+    def is_loop_veto(self) -> bool:
+        return self.denied_reason == "tool-loop"
+
+
+@dataclass(frozen=True, slots=True)
+class LoopVeto:
+    """OpenClaw's own loop detector blocked a call (``details.deniedReason == "tool-loop"``)."""
+
+    session_id: str
+    call_id: str
+    tool: str
+    detector: str | None
+    count: int | None
+    level: str | None
+    reason: str
+    run_id: str | None
+    ts: float | None
+    origin: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """A compaction, branch summary or reset boundary in a transcript."""
+
+    session_id: str
+    kind: Literal["compaction", "reset", "branch_summary"]
+    tokens_before: int | None
+    ts: float | None
+    origin: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChange:
+    session_id: str
+    provider: str | None
+    model: str | None
+    ts: float | None
+    origin: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayNotice:
+    """One gateway log line, with the ids found in its text."""
+
+    level: str
+    subsystem: str | None
+    message: str
+    ts: float | None
+    trace_id: str | None = None
+    run_id: str | None = None
+    session_id: str | None = None
+    session_key: str | None = None
+    agent_id: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+    origin: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceError:
+    """Something a source could not read; ``where`` is an offset or a row id."""
+
+    source: SourceKind
+    path: str
+    where: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class SourceNotice:
+    """Something a source noticed that is not an error (truncation, rotation, new file)."""
+
+    source: SourceKind
+    path: str
+    message: str
+
+
+TranscriptEvent = (
+    SessionStart
+    | UserMessage
+    | AssistantMessage
+    | ToolCall
+    | ToolResult
+    | LoopVeto
+    | Compaction
+    | ModelChange
+)
+Event = TranscriptEvent | SessionInfo | GatewayNotice | SourceError | SourceNotice

@@ -1,0 +1,222 @@
+"""The headless core: sources → per-session state → detectors → output records.
+
+``Monitor.step()`` polls every source once, folds the events into per-session
+state, runs the detectors and returns output records (plain dicts in the
+shape of shared/CONTRACT.md's watch lines). ``replay`` and ``watch`` and the
+dashboard all drive this same object.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from monitor.detect.findings import Finding
+from monitor.events import (
+    AssistantMessage,
+    GatewayNotice,
+    SessionInfo,
+    SourceError,
+    SourceNotice,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from monitor.sources.sourceset import SourceSet
+
+
+def iso(ts: float | None) -> str:
+    moment = datetime.fromtimestamp(ts, UTC) if ts else datetime.now(UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class SessionState:
+    """What the monitor knows of one transcript generation (one ``session_id``)."""
+
+    session_id: str
+    key: str = ""
+    agent_id: str = ""
+    model: str | None = None
+    status: str | None = None
+    label: str | None = None
+    run_id: str | None = None
+    aborted_last_run: bool = False
+    tool_calls: int = 0
+    tools: Counter = field(default_factory=Counter)
+    tokens_input: int = 0
+    tokens_output: int = 0
+    tokens_total: int = 0
+    cost: float = 0.0
+    assistant_messages: int = 0
+    errors: int = 0
+    first_ts: float | None = None
+    last_ts: float | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    def touch(self, ts: float | None) -> None:
+        if ts is None:
+            return
+        if self.first_ts is None or ts < self.first_ts:
+            self.first_ts = ts
+        if self.last_ts is None or ts > self.last_ts:
+            self.last_ts = ts
+
+    def as_json(self) -> dict:
+        return {
+            "key": self.key or self.session_id,
+            "session_id": self.session_id,
+            "agent_id": self.agent_id,
+            "model": self.model,
+            "status": self.status,
+            "tool_calls": self.tool_calls,
+            "tools": dict(sorted(self.tools.items())),
+            "tokens": {"input": self.tokens_input, "output": self.tokens_output,
+                       "total": self.tokens_total},
+            "findings": [f.as_json() for f in self.findings],
+        }
+
+
+class Monitor:
+    """Folds source events into sessions and findings.
+
+    ``engine`` is anything with ``observe(session_key, agent_id, event) ->
+    list[Finding]`` (the detection engine); ``None`` runs without detection.
+    While ``quiet`` is set, tool calls and findings update state without
+    producing output records (used to catch up on history before going live).
+    """
+
+    def __init__(self, sources: SourceSet, engine=None) -> None:
+        self.sources = sources
+        self.engine = engine
+        self.sessions: dict[str, SessionState] = {}
+        self.key_to_session: dict[str, str] = {}
+        self.run_to_session: dict[str, str] = {}
+        self.quiet = False
+        self.polls = 0
+
+    # ------------------------------------------------------------------ public
+
+    def step(self) -> list[dict]:
+        """Poll every source once; return the output records it produced."""
+        self.polls += 1
+        records: list[dict] = []
+        for event in self.sources.poll():
+            self._fold(event, records)
+        return records
+
+    def report(self) -> dict:
+        """The replay document of shared/CONTRACT.md."""
+        sessions = sorted(self.sessions.values(), key=lambda s: (s.key or s.session_id,
+                                                                 s.first_ts or 0))
+        return {
+            "sources": self.sources.summaries(),
+            "sessions": [s.as_json() for s in sessions if s.key or s.tool_calls
+                         or s.assistant_messages],
+        }
+
+    # ----------------------------------------------------------------- folding
+
+    def _session(self, session_id: str, agent_id: str = "") -> SessionState:
+        state = self.sessions.get(session_id)
+        if state is None:
+            state = SessionState(session_id, agent_id=agent_id)
+            self.sessions[session_id] = state
+        return state
+
+    def _fold(self, event, records: list[dict]) -> None:
+        if isinstance(event, SessionInfo):
+            self._fold_session(event, records)
+        elif isinstance(event, (SourceError, SourceNotice)):
+            records.append(self._source_record(event))
+        elif isinstance(event, GatewayNotice):
+            self._fold_notice(event, records)
+        else:
+            self._fold_transcript(event, records)
+
+    def _fold_session(self, info: SessionInfo, records: list[dict]) -> None:
+        state = self._session(info.session_id, info.agent_id)
+        before = (state.key, state.status)
+        is_current = self.key_to_session.get(info.key) in (None, info.session_id) \
+            or info.origin.find("#node:") >= 0
+        state.key = info.key
+        state.agent_id = info.agent_id or state.agent_id
+        state.model = info.model or state.model
+        state.label = info.label or state.label
+        if info.status and (is_current or state.status is None):
+            state.status = info.status
+        state.aborted_last_run = info.aborted_last_run or state.aborted_last_run
+        if info.run_id:
+            state.run_id = info.run_id
+            self.run_to_session[info.run_id] = info.session_id
+        if "#node:" in info.origin or info.key not in self.key_to_session:
+            self.key_to_session[info.key] = info.session_id
+        if (state.key, state.status) != before:
+            records.append({
+                "type": "session", "ts": iso(info.updated_at), "key": state.key,
+                "session_id": state.session_id, "agent_id": state.agent_id,
+                "status": state.status, "model": state.model, "label": state.label,
+                "aborted_last_run": state.aborted_last_run,
+            })
+
+    def _fold_transcript(self, event, records: list[dict]) -> None:
+        state = self._session(event.session_id, "")
+        state.touch(getattr(event, "ts", None))
+        if getattr(event, "run_id", None):
+            self.run_to_session.setdefault(event.run_id, event.session_id)
+        if isinstance(event, ToolCall):
+            state.tool_calls += 1
+            state.tools[event.name] += 1
+            if not self.quiet:
+                records.append({
+                    "type": "tool_call", "ts": iso(event.ts), "key": state.key,
+                    "session_id": state.session_id, "agent_id": state.agent_id,
+                    "call_id": event.call_id, "name": event.name, "at_call": state.tool_calls,
+                    "run_id": event.run_id,
+                })
+        elif isinstance(event, AssistantMessage):
+            state.assistant_messages += 1
+            state.tokens_input += event.usage.input
+            state.tokens_output += event.usage.output
+            state.tokens_total += event.usage.total
+            state.cost += event.usage.cost
+            state.model = event.model or state.model
+            if event.is_error:
+                state.errors += 1
+        elif isinstance(event, UserMessage) and event.run_id:
+            state.run_id = event.run_id
+        elif isinstance(event, ToolResult):
+            pass
+        self._detect(state, event, records)
+
+    def _fold_notice(self, notice: GatewayNotice, records: list[dict]) -> None:
+        sid = notice.session_id if notice.session_id in self.sessions else None
+        if sid is None and notice.run_id:
+            sid = self.run_to_session.get(notice.run_id)
+        if sid is None and notice.session_key:
+            sid = self.key_to_session.get(notice.session_key)
+        if sid is None:
+            if self.engine is not None:
+                self.engine.observe(notice.session_key or "", notice.agent_id or "", notice)
+            return
+        self._detect(self.sessions[sid], notice, records)
+
+    def _detect(self, state: SessionState, event, records: list[dict]) -> None:
+        if self.engine is None:
+            return
+        for finding in self.engine.observe(state.key or state.session_id, state.agent_id, event):
+            state.findings.append(finding)
+            if not self.quiet:
+                records.append({
+                    "type": "finding", "ts": iso(finding.ts), "key": state.key,
+                    "session_id": state.session_id, **finding.as_json(),
+                })
+
+    @staticmethod
+    def _source_record(event) -> dict:
+        if isinstance(event, SourceError):
+            return {"type": "error", "ts": iso(None), "source": event.source, "path": event.path,
+                    "where": event.where, "message": event.message}
+        return {"type": "notice", "ts": iso(None), "source": event.source, "path": event.path,
+                "message": event.message}

@@ -1,0 +1,142 @@
+"""Every source under a state dir plus the gateway log, found again as agents appear."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from monitor.sources.base import Source
+from monitor.sources.gateway_log import GatewayLogSource
+from monitor.sources.legacy import LegacySessionsSource
+from monitor.sources.sqlite_agent import SqliteAgentSource
+from monitor.sources.tail import FollowerState
+
+AGENT_DB = os.path.join("agent", "openclaw-agent.sqlite")
+RESCAN_SECONDS = 2.0
+
+
+def source_id(source: Source) -> str:
+    return f"{source.kind}:{os.path.abspath(source.path)}"
+
+
+class SourceSet:
+    """Owns the sources and their checkpoints.
+
+    ``state_dir`` may be an OpenClaw state dir, or any dir holding
+    ``agents/<id>/...``; explicit ``paths`` add single files or dirs (an agent
+    DB, a sessions dir, a transcript, a gateway log).
+    """
+
+    def __init__(self, *, state_dir: str | None = None, log_path: str | None = None,
+                 paths: tuple[str, ...] = (), resume: dict | None = None,
+                 include_archives: bool = False, replay: bool = False,
+                 log_from_end: bool = False) -> None:
+        self.state_dir = state_dir
+        self.log_path = log_path
+        self.include_archives = include_archives
+        self.replay = replay
+        self._resume = dict(resume or {})
+        self.sources: list[Source] = []
+        self._known: set[str] = set()
+        self._last_scan = float("-inf")
+        if log_path:
+            saved = self._resume.pop(f"gateway-log:{os.path.abspath(log_path)}", None)
+            follower = (saved or {}).get("follower")
+            self._add(GatewayLogSource(
+                log_path, include_rotated=replay,
+                resume=FollowerState.from_json(follower) if follower else None,
+                start_at_end=log_from_end and not follower))
+        for path in paths:
+            self._add_explicit(path)
+        self.rescan()
+
+    # ---------------------------------------------------------------- building
+
+    def _add(self, source: Source) -> None:
+        sid = source_id(source)
+        if sid not in self._known:
+            self._known.add(sid)
+            self.sources.append(source)
+
+    def _resume_for(self, kind: str, path: str) -> dict | None:
+        return self._resume.pop(f"{kind}:{os.path.abspath(path)}", None)
+
+    def _add_agent_dir(self, agent_id: str, agent_dir: str) -> None:
+        db = os.path.join(agent_dir, AGENT_DB)
+        if os.path.exists(db) and f"sqlite:{os.path.abspath(db)}" not in self._known:
+            self._add(SqliteAgentSource(db, agent_id, resume=self._resume_for("sqlite", db)))
+        sessions = os.path.join(agent_dir, "sessions")
+        if os.path.isdir(sessions) and f"jsonl:{os.path.abspath(sessions)}" not in self._known:
+            self._add(LegacySessionsSource(sessions, agent_id,
+                                           resume=self._resume_for("jsonl", sessions),
+                                           include_archives=self.include_archives))
+
+    def _add_explicit(self, path: str) -> None:
+        path = os.path.abspath(path)
+        agent_id = _agent_id_from_path(path)
+        if os.path.isdir(os.path.join(path, "agents")):
+            self.state_dir = self.state_dir or path
+        elif os.path.isdir(path):
+            if os.path.exists(os.path.join(path, AGENT_DB)):
+                self._add_agent_dir(agent_id, path)
+            else:
+                self._add(LegacySessionsSource(path, agent_id,
+                                               resume=self._resume_for("jsonl", path),
+                                               include_archives=self.include_archives))
+        elif path.endswith(".sqlite"):
+            self._add(SqliteAgentSource(path, agent_id, resume=self._resume_for("sqlite", path)))
+        elif ".jsonl" in os.path.basename(path):
+            self._add(LegacySessionsSource(os.path.dirname(path), agent_id,
+                                           include_archives=True, only_files={path}))
+        else:
+            self._add(GatewayLogSource(path, include_rotated=self.replay))
+
+    def rescan(self) -> None:
+        """Pick up agents (and their databases) created since the last scan."""
+        self._last_scan = time.monotonic()
+        if not self.state_dir:
+            return
+        root = os.path.join(self.state_dir, "agents")
+        try:
+            names = sorted(os.listdir(root))
+        except OSError:
+            return
+        for name in names:
+            agent_dir = os.path.join(root, name)
+            if os.path.isdir(agent_dir):
+                self._add_agent_dir(name, agent_dir)
+
+    # ----------------------------------------------------------------- running
+
+    def poll(self) -> list:
+        if time.monotonic() - self._last_scan >= RESCAN_SECONDS:
+            self.rescan()
+        out: list = []
+        for source in list(self.sources):
+            out.extend(source.poll())
+        return out
+
+    def watch_paths(self) -> list[str]:
+        paths = [self.state_dir] if self.state_dir else []
+        paths += [os.path.dirname(os.path.abspath(s.path)) if s.kind == "gateway-log"
+                  else s.path for s in self.sources]
+        return [p for p in paths if p]
+
+    def checkpoint(self) -> dict:
+        return {source_id(s): s.checkpoint() for s in self.sources}
+
+    def summaries(self) -> list[dict]:
+        return [s.summary() for s in self.sources]
+
+    def close(self) -> None:
+        for source in self.sources:
+            source.close()
+
+
+def _agent_id_from_path(path: str) -> str:
+    parts = os.path.normpath(path).split(os.sep)
+    if "agents" in parts:
+        index = len(parts) - 1 - parts[::-1].index("agents")
+        if index + 1 < len(parts):
+            return parts[index + 1]
+    return "main"

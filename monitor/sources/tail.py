@@ -1,0 +1,385 @@
+"""Follow one file by name, emitting each complete line exactly once.
+
+The follower keeps the inode it has open, the offset just past the last
+complete line, and the bytes of a pending partial line. On each ``poll`` it
+
+* drains files that were rotated away (renamed or deleted while open) before
+  reading the file that now has the name, so order within a file holds and
+  nothing written to the old inode is lost;
+* notices truncation (the file got shorter, or the bytes just before our
+  offset changed: truncated and rewritten past our offset) and restarts at 0,
+  first recovering the unread tail from a ``copytruncate`` copy beside it when
+  one with matching bytes exists;
+* reads only complete lines; a line longer than ``max_line_bytes`` is skipped
+  and reported rather than buffered without bound.
+
+``state()`` and the ``resume`` argument carry inode, offset and a fingerprint
+of the bytes before the offset across restarts, so a restarted monitor neither
+re-reads nor skips anything (a file rotated while the monitor was down is
+found by its inode among its siblings and drained first).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+READ_CHUNK_BYTES = 1 << 20
+FINGERPRINT_BYTES = 64
+DEFAULT_MAX_LINE_BYTES = 32 << 20
+ROTATED_GRACE_SECONDS = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """A complete line (without its newline) and where it started."""
+
+    path: str
+    offset: int
+    data: bytes
+
+
+@dataclass(slots=True)
+class TailNotice:
+    """Something the follower noticed; ``error`` marks data that could not be read."""
+
+    path: str
+    message: str
+    error: bool = False
+    where: str = ""
+
+
+@dataclass(slots=True)
+class FollowerState:
+    """What a checkpoint keeps of a follower."""
+
+    dev: int
+    ino: int
+    offset: int
+    fingerprint: str
+
+    def as_json(self) -> dict:
+        return {"dev": self.dev, "ino": self.ino, "offset": self.offset, "fp": self.fingerprint}
+
+    @classmethod
+    def from_json(cls, data: dict) -> FollowerState:
+        return cls(int(data["dev"]), int(data["ino"]), int(data["offset"]), str(data["fp"]))
+
+
+@dataclass(slots=True)
+class _OpenFile:
+    path: str
+    fd: int
+    dev: int
+    ino: int
+    offset: int = 0
+    pending_partial_line: bytes = b""
+    skipping_long_line: bool = False
+    last_growth: float = field(default_factory=time.monotonic)
+    fingerprint_at_offset: str | None = None
+
+    @property
+    def read_position(self) -> int:
+        return self.offset + len(self.pending_partial_line)
+
+
+class FileFollower:
+    """Follows ``path`` across rotation, truncation, deletion and re-creation."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        resume: FollowerState | None = None,
+        start_at_end: bool = False,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        rotated_grace_seconds: float = ROTATED_GRACE_SECONDS,
+    ) -> None:
+        self.path = path
+        self.max_line_bytes = max_line_bytes
+        self.rotated_grace_seconds = rotated_grace_seconds
+        self.rotated_quiet_seconds = min(0.2, rotated_grace_seconds)
+        self._current: _OpenFile | None = None
+        self._draining: list[_OpenFile] = []
+        self._resume = resume
+        self._start_at_end = start_at_end
+        self.notices: list[TailNotice] = []
+
+    # ------------------------------------------------------------------ public
+
+    def poll(self) -> list[Line]:
+        """Return the complete lines that appeared since the last poll."""
+        lines: list[Line] = []
+        if self._resume is not None:
+            self._apply_resume(self._resume, lines)
+            self._resume = None
+        self._drain_rotated(lines)
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            if self._current is not None:
+                self._retire_current("file deleted; draining what is left", lines)
+            return lines
+        except OSError as exc:
+            self._note(f"cannot stat: {exc.strerror or exc}", error=True)
+            return lines
+        current = self._current
+        if current is not None and (current.dev, current.ino) != (st.st_dev, st.st_ino):
+            self._retire_current("file rotated; draining the old file first", lines)
+            current = None
+        if current is None:
+            current = self._open(st, announce=True)
+            if current is None:
+                return lines
+        elif self._was_truncated(current, st.st_size):
+            self._handle_truncation(current, lines)
+        self._read_available(current, lines)
+        return lines
+
+    def state(self) -> FollowerState | None:
+        """Position to checkpoint: the end of the last emitted line of the live file."""
+        current = self._current
+        if current is None:
+            return None
+        return FollowerState(current.dev, current.ino, current.offset, self._fingerprint(current))
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes read but not yet emitted (partial lines), across live and rotated files."""
+        files = [*self._draining, *([self._current] if self._current else [])]
+        return sum(len(f.pending_partial_line) for f in files)
+
+    def take_notices(self) -> list[TailNotice]:
+        notices, self.notices = self.notices, []
+        return notices
+
+    def close(self) -> None:
+        for handle in [*self._draining, *([self._current] if self._current else [])]:
+            os.close(handle.fd)
+        self._draining.clear()
+        self._current = None
+
+    # ----------------------------------------------------------------- opening
+
+    def _open(self, st: os.stat_result | None, *, announce: bool) -> _OpenFile | None:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._note(f"cannot open: {exc.strerror or exc}", error=True)
+            return None
+        fst = os.fstat(fd)
+        handle = _OpenFile(self.path, fd, fst.st_dev, fst.st_ino)
+        if self._start_at_end:
+            handle.offset = fst.st_size
+            self._start_at_end = False
+        elif announce and st is not None:
+            self._note("following from the start")
+        self._current = handle
+        return handle
+
+    def _apply_resume(self, saved: FollowerState, lines: list[Line]) -> None:
+        """Reattach to a checkpointed position, finding a rotated file by inode."""
+        self._start_at_end = False
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            st = None
+        if st is not None and (st.st_dev, st.st_ino) == (saved.dev, saved.ino):
+            handle = self._open(st, announce=False)
+            if handle is None:
+                return
+            handle.offset = saved.offset
+            if st.st_size < saved.offset or self._fingerprint(handle) != saved.fingerprint:
+                self._note("file was truncated while the monitor was stopped; reading from 0")
+                handle.offset = 0
+            return
+        rotated = self._find_sibling_by_inode(saved.dev, saved.ino)
+        if rotated is None:
+            self._note(
+                "the file read before the restart is gone; lines written to it after the "
+                f"checkpoint (offset {saved.offset}) cannot be recovered",
+                error=True,
+                where=f"offset {saved.offset}",
+            )
+            return
+        fd = os.open(rotated, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fst = os.fstat(fd)
+        handle = _OpenFile(rotated, fd, fst.st_dev, fst.st_ino, offset=saved.offset)
+        self._note(f"file was rotated to {os.path.basename(rotated)} while stopped; draining it")
+        self._draining.append(handle)
+        self._read_available(handle, lines)
+
+    def _find_sibling_by_inode(self, dev: int, ino: int) -> str | None:
+        directory = os.path.dirname(os.path.abspath(self.path))
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            return None
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (dev, ino):
+                return entry.path
+        return None
+
+    # ---------------------------------------------------------------- rotation
+
+    def _retire_current(self, message: str, lines: list[Line]) -> None:
+        current = self._current
+        assert current is not None
+        self._current = None
+        self._note(message)
+        self._read_available(current, lines)
+        self._draining.append(current)
+        self._drain_rotated(lines)
+
+    def _drain_rotated(self, lines: list[Line]) -> None:
+        """Read retired files to their end; close each once it ends on a complete line
+        and has stopped growing, or after a grace period with a partial line left."""
+        still_open: list[_OpenFile] = []
+        now = time.monotonic()
+        for handle in self._draining:
+            grew = self._read_available(handle, lines)
+            quiet_for = now - handle.last_growth
+            if grew:
+                still_open.append(handle)
+            elif not handle.pending_partial_line and quiet_for >= self.rotated_quiet_seconds:
+                os.close(handle.fd)
+            elif handle.pending_partial_line and quiet_for >= self.rotated_grace_seconds:
+                self._note(
+                    "rotated file ended without a newline; emitting its last line as is",
+                    where=f"offset {handle.offset}",
+                )
+                lines.append(Line(handle.path, handle.offset, handle.pending_partial_line))
+                os.close(handle.fd)
+            else:
+                still_open.append(handle)
+        self._draining = still_open
+
+    # -------------------------------------------------------------- truncation
+
+    def _was_truncated(self, handle: _OpenFile, size: int) -> bool:
+        if size < handle.read_position:
+            return True
+        if handle.offset == 0 or handle.fingerprint_at_offset is None:
+            return False
+        return self._fingerprint(handle) != handle.fingerprint_at_offset
+
+    def _handle_truncation(self, handle: _OpenFile, lines: list[Line]) -> None:
+        copy = self._find_copytruncate_copy(handle)
+        if copy is not None:
+            self._note(f"file truncated; reading the unread tail from its copy {copy}")
+            fd = os.open(copy, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fst = os.fstat(fd)
+            tail = _OpenFile(copy, fd, fst.st_dev, fst.st_ino, offset=handle.offset)
+            self._read_available(tail, lines)
+            if tail.pending_partial_line:
+                lines.append(Line(copy, tail.offset, tail.pending_partial_line))
+            os.close(fd)
+        else:
+            unread = max(0, handle.read_position - handle.offset)
+            self._note(
+                "file truncated; restarting at offset 0"
+                + (f" ({unread} bytes of a partial line dropped)" if unread else ""),
+                where=f"offset {handle.offset}",
+            )
+        handle.offset = 0
+        handle.pending_partial_line = b""
+        handle.skipping_long_line = False
+        handle.fingerprint_at_offset = None
+
+    def _find_copytruncate_copy(self, handle: _OpenFile) -> str | None:
+        """A sibling that holds the bytes we had read up to our offset (logrotate copytruncate)."""
+        expected = handle.fingerprint_at_offset
+        if handle.offset == 0 or not expected:
+            return None
+        directory = os.path.dirname(os.path.abspath(self.path))
+        base = os.path.basename(self.path)
+        stem = os.path.splitext(base)[0]
+        candidates = []
+        try:
+            for entry in os.scandir(directory):
+                if entry.name == base or not entry.name.startswith(stem):
+                    continue
+                st = entry.stat(follow_symlinks=False)
+                if st.st_size >= handle.offset:
+                    candidates.append((st.st_mtime, entry.path))
+        except OSError:
+            return None
+        for _, path in sorted(candidates, reverse=True):
+            try:
+                with open(path, "rb") as copy:
+                    start = max(0, handle.offset - FINGERPRINT_BYTES)
+                    copy.seek(start)
+                    if copy.read(handle.offset - start).hex() == expected:
+                        return path
+            except OSError:
+                continue
+        return None
+
+    def _fingerprint(self, handle: _OpenFile) -> str:
+        """Hex of the bytes just before the offset, as they are on disk now."""
+        start = max(0, handle.offset - FINGERPRINT_BYTES)
+        try:
+            return os.pread(handle.fd, handle.offset - start, start).hex()
+        except OSError:
+            return ""
+
+    # ----------------------------------------------------------------- reading
+
+    def _read_available(self, handle: _OpenFile, lines: list[Line]) -> bool:
+        """Read from the handle's read position to EOF; return whether anything was read."""
+        grew = False
+        position = handle.read_position
+        while True:
+            try:
+                chunk = os.pread(handle.fd, READ_CHUNK_BYTES, position)
+            except OSError as exc:
+                self._note(f"read failed: {exc.strerror or exc}", error=True,
+                           where=f"offset {position}")
+                break
+            if not chunk:
+                break
+            grew = True
+            position += len(chunk)
+            self._split_lines(handle, chunk, lines)
+        if grew or handle.fingerprint_at_offset is None:
+            handle.fingerprint_at_offset = self._fingerprint(handle)
+        if grew:
+            handle.last_growth = time.monotonic()
+        return grew
+
+    def _split_lines(self, handle: _OpenFile, chunk: bytes, lines: list[Line]) -> None:
+        data = handle.pending_partial_line + chunk if handle.pending_partial_line else chunk
+        line_start_offset = handle.offset
+        start = 0
+        while True:
+            newline = data.find(b"\n", start)
+            if newline < 0:
+                break
+            if handle.skipping_long_line:
+                handle.skipping_long_line = False
+            else:
+                lines.append(Line(handle.path, line_start_offset + start, data[start:newline]))
+            start = newline + 1
+        handle.offset = line_start_offset + start
+        rest = data[start:]
+        if len(rest) > self.max_line_bytes or (handle.skipping_long_line and rest):
+            if not handle.skipping_long_line:
+                self._note(
+                    f"line longer than {self.max_line_bytes} bytes skipped",
+                    error=True,
+                    where=f"offset {handle.offset}",
+                )
+            handle.skipping_long_line = True
+            handle.offset += len(rest)
+            rest = b""
+        handle.pending_partial_line = rest
+
+    def _note(self, message: str, *, error: bool = False, where: str = "") -> None:
+        self.notices.append(TailNotice(self.path, message, error, where))

@@ -1,0 +1,225 @@
+"""Turn one pi-shaped transcript entry into typed events.
+
+The same entry shape is stored as a JSONL line (legacy era) and as
+``transcript_events.event_json`` (SQLite era), so both sources use this.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from monitor.events import (
+    AssistantMessage,
+    Compaction,
+    LoopVeto,
+    ModelChange,
+    SessionStart,
+    ToolCall,
+    ToolResult,
+    TranscriptEvent,
+    Usage,
+    UserMessage,
+)
+
+TOOL_CALL_ITEM_TYPES = ("toolCall", "tool_use")
+IGNORED_ENTRY_TYPES = frozenset(
+    {"thinking_level_change", "custom", "custom_message", "label"}
+)
+
+
+class UnknownEntry(ValueError):
+    """An entry whose ``type`` this reader does not know (counted, not fatal)."""
+
+
+def parse_timestamp(value: Any) -> float | None:
+    """Seconds since the epoch from an ISO string or epoch milliseconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value / 1000.0 if value > 1e11 else float(value)
+    if isinstance(value, str) and value:
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def _as_int(value: Any) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    return 0
+
+
+def parse_usage(raw: Any) -> Usage:
+    if not isinstance(raw, dict):
+        return Usage()
+    cost = raw.get("cost")
+    cost_total = cost.get("total") if isinstance(cost, dict) else cost
+    input_tokens = _as_int(raw.get("input"))
+    output_tokens = _as_int(raw.get("output"))
+    cache_read = _as_int(raw.get("cacheRead"))
+    cache_write = _as_int(raw.get("cacheWrite"))
+    total = raw.get("totalTokens")
+    return Usage(
+        input=input_tokens,
+        output=output_tokens,
+        cache_read=cache_read,
+        cache_write=cache_write,
+        total=_as_int(total) if total is not None else input_tokens + output_tokens,
+        cost=float(cost_total) if isinstance(cost_total, (int, float)) else 0.0,
+    )
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            item.get("text", "")
+            for item in content
+            if isinstance(item, dict) and item.get("type") == "text"
+            and isinstance(item.get("text"), str)
+        )
+    return ""
+
+
+def _text_field(record: dict, name: str) -> str | None:
+    value = record.get(name)
+    return value if isinstance(value, str) else None
+
+
+def _run_id_of(message: dict) -> str | None:
+    meta = message.get("__openclaw")
+    if isinstance(meta, dict) and isinstance(meta.get("runId"), str):
+        return meta["runId"]
+    key = message.get("idempotencyKey")
+    if isinstance(key, str) and key.endswith(":user"):
+        return key[: -len(":user")]
+    return None
+
+
+def parse_entry(entry: Any, session_id: str, origin: str) -> list[TranscriptEvent]:
+    """Events for one entry; raises ``UnknownEntry`` or ``ValueError`` for what cannot be read."""
+    if not isinstance(entry, dict):
+        raise ValueError("entry is not a JSON object")
+    entry_type = entry.get("type")
+    ts = parse_timestamp(entry.get("timestamp"))
+    if entry_type == "message":
+        message = entry.get("message")
+        if not isinstance(message, dict):
+            raise ValueError("message entry without a message object")
+        return _parse_message(message, session_id, origin, ts)
+    if entry_type == "session":
+        sid = entry.get("id") if isinstance(entry.get("id"), str) else session_id
+        cwd = entry.get("cwd") if isinstance(entry.get("cwd"), str) else None
+        return [SessionStart(sid, ts, cwd, origin)]
+    if entry_type in ("compaction", "reset", "branch_summary"):
+        tokens_before = entry.get("tokensBefore")
+        return [Compaction(
+            session_id, entry_type,
+            tokens_before if isinstance(tokens_before, int) else None, ts, origin,
+        )]
+    if entry_type == "model_change":
+        return [ModelChange(session_id, entry.get("provider"), entry.get("modelId"), ts, origin)]
+    if entry_type in IGNORED_ENTRY_TYPES:
+        return []
+    raise UnknownEntry(f"unknown entry type {entry_type!r}")
+
+
+def _parse_message(message: dict, session_id: str, origin: str, entry_ts: float | None
+                   ) -> list[TranscriptEvent]:
+    role = message.get("role")
+    ts = parse_timestamp(message.get("timestamp")) or entry_ts
+    run_id = _run_id_of(message)
+    if role == "assistant":
+        return _parse_assistant(message, session_id, origin, ts, run_id)
+    if role == "toolResult":
+        return _parse_tool_result(message, session_id, origin, ts, run_id)
+    if role == "user":
+        return [UserMessage(session_id, run_id, ts, len(_text_of(message.get("content"))), origin)]
+    return []
+
+
+def _parse_assistant(message: dict, session_id: str, origin: str, ts: float | None,
+                     run_id: str | None) -> list[TranscriptEvent]:
+    content = message.get("content")
+    items = content if isinstance(content, list) else []
+    calls: list[TranscriptEvent] = []
+    text_chars = 0
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind in TOOL_CALL_ITEM_TYPES:
+            call_id = item.get("id")
+            name = item.get("name")
+            has_arguments = "arguments" in item or "input" in item
+            arguments = item.get("arguments", item.get("input"))
+            calls.append(ToolCall(
+                session_id,
+                call_id if isinstance(call_id, str) else f"{origin}#{index}",
+                name if isinstance(name, str) else "?",
+                arguments,
+                run_id,
+                ts,
+                f"{origin}#{index}",
+                has_arguments,
+            ))
+        elif kind == "text" and isinstance(item.get("text"), str):
+            text_chars += len(item["text"])
+    error_message = message.get("errorMessage")
+    assistant = AssistantMessage(
+        session_id=session_id,
+        run_id=run_id,
+        ts=ts,
+        usage=parse_usage(message.get("usage")),
+        stop_reason=_text_field(message, "stopReason"),
+        error_message=error_message if isinstance(error_message, str) else None,
+        model=_text_field(message, "model"),
+        provider=_text_field(message, "provider"),
+        tool_call_count=len(calls),
+        text_chars=text_chars,
+        origin=origin,
+    )
+    return [assistant, *calls]
+
+
+def _parse_tool_result(message: dict, session_id: str, origin: str, ts: float | None,
+                       run_id: str | None) -> list[TranscriptEvent]:
+    call_id = message.get("toolCallId")
+    name = message.get("toolName")
+    details = message.get("details")
+    result = ToolResult(
+        session_id=session_id,
+        call_id=call_id if isinstance(call_id, str) else "",
+        name=name if isinstance(name, str) else "?",
+        is_error=bool(message.get("isError")),
+        details=details,
+        text=_text_of(message.get("content")),
+        run_id=run_id,
+        ts=ts,
+        origin=origin,
+    )
+    if not result.is_loop_veto:
+        return [result]
+    intervention = details.get("intervention") if isinstance(details, dict) else None
+    intervention = intervention if isinstance(intervention, dict) else {}
+    count = intervention.get("count")
+    veto = LoopVeto(
+        session_id=session_id,
+        call_id=result.call_id,
+        tool=result.name,
+        detector=intervention.get("detector") if isinstance(intervention.get("detector"), str)
+        else None,
+        count=count if isinstance(count, int) else None,
+        level=intervention.get("level") if isinstance(intervention.get("level"), str) else None,
+        reason=str(details.get("reason") or result.text),
+        run_id=run_id,
+        ts=ts,
+        origin=origin,
+    )
+    return [result, veto]

@@ -1,0 +1,63 @@
+"""Wake the poll loop when watched files change, with a periodic poll as the safety net.
+
+watchfiles runs in a daemon thread over the watched directories (debounced)
+and sets an event; ``wait()`` returns on that event or after the poll
+interval, whichever comes first. If watchfiles cannot watch (a missing
+directory, an inotify limit), polling alone still finds everything.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+DEBOUNCE_MS = 50
+POLL_SECONDS = 1.0
+
+
+def _existing_ancestor(path: str) -> str | None:
+    path = os.path.abspath(path)
+    while path and not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+    return path or None
+
+
+class Waker:
+    def __init__(self, paths: list[str], *, poll_seconds: float = POLL_SECONDS,
+                 debounce_ms: int = DEBOUNCE_MS) -> None:
+        self.poll_seconds = poll_seconds
+        self.debounce_ms = debounce_ms
+        self.changed = threading.Event()
+        self._stop = threading.Event()
+        self.watch_error: str | None = None
+        roots = {a for a in (_existing_ancestor(p) for p in paths) if a}
+        self._roots = sorted(roots)
+        self._thread: threading.Thread | None = None
+        if self._roots:
+            self._thread = threading.Thread(target=self._run, name="clawwatch-wake", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            from watchfiles import watch
+
+            for _ in watch(*self._roots, debounce=self.debounce_ms, step=10,
+                           stop_event=self._stop, yield_on_timeout=False,
+                           raise_interrupt=False, ignore_permission_denied=True):
+                self.changed.set()
+        except Exception as exc:
+            self.watch_error = (
+                f"file watching unavailable, polling every {self.poll_seconds}s: {exc}")
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until something changed or the poll interval passed; True if woken."""
+        woken = self.changed.wait(self.poll_seconds if timeout is None else timeout)
+        self.changed.clear()
+        return woken
+
+    def close(self) -> None:
+        self._stop.set()
+        self.changed.set()
