@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
-import time
 
 from monitor import __version__
 from monitor.discovery import DiscoveryError, discover, require_something
@@ -57,6 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="neither read nor write a checkpoint")
     watch.add_argument("--poll", type=float, default=1.0,
                        help="safety-net poll interval in seconds (default 1)")
+
+    demo = commands.add_parser("demo", help="simulated looping sessions, watched live")
+    demo.add_argument("--config", help="clawwatch config file")
+    demo.add_argument("--headless", action="store_true", help="no dashboard: print lines")
+    demo.add_argument("--json", action="store_true", help="JSON lines")
+    demo.add_argument("--seconds", type=float, help="stop after N seconds")
+    demo.add_argument("--legacy", action="store_true", help="write legacy JSONL, not SQLite")
+    demo.add_argument("--act", choices=("off", "dry-run", "auto"), help="action mode")
 
     config = commands.add_parser("config", help="configuration tools")
     config_commands = config.add_subparsers(dest="config_command")
@@ -173,10 +179,10 @@ def _print_replay_table(document: dict) -> None:
 
 
 def cmd_watch(args) -> int:
+    from monitor.live import run_live
     from monitor.pipeline import Monitor
     from monitor.sources.checkpoint import CheckpointStore, default_checkpoint_path
     from monitor.sources.sourceset import SourceSet
-    from monitor.sources.wake import Waker
 
     found = _discover(args)
     try:
@@ -189,45 +195,36 @@ def cmd_watch(args) -> int:
         store = CheckpointStore(args.checkpoint or default_checkpoint_path(
             found.state_dir, found.log_path))
     resume = store.load() if store else None
-    log_path = found.log_path if found.log_path else None
-    sources = SourceSet(state_dir=found.state_dir, log_path=log_path, resume=resume)
+    sources = SourceSet(state_dir=found.state_dir, log_path=found.log_path, resume=resume)
     monitor = Monitor(sources, _engine(config))
-    waker = Waker(sources.watch_paths(), poll_seconds=args.poll)
-    stop = _install_stop_signals()
-    deadline = time.monotonic() + args.seconds if args.seconds else None
     try:
-        if resume is None and not args.from_start:
-            monitor.quiet = True
-            _emit(monitor.step(), args.json)
-            monitor.quiet = False
-        while not stop.is_set():
-            records = monitor.step()
-            _emit(records, args.json)
-            if store and records:
-                store.save(sources.checkpoint())
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                break
-            waker.wait(None if remaining is None else min(remaining, args.poll))
+        run_live(monitor, lambda records: _emit(records, args.json), seconds=args.seconds,
+                 poll_seconds=args.poll, store=store,
+                 catch_up_quietly=resume is None and not args.from_start)
     finally:
-        waker.close()
-        if store:
-            store.save(sources.checkpoint())
         sources.close()
     return 0
 
 
-def _install_stop_signals():
-    import threading
+def cmd_demo(args) -> int:
+    from monitor.demo import DemoWorld
+    from monitor.live import run_live
+    from monitor.pipeline import Monitor
+    from monitor.sources.sourceset import SourceSet
 
-    stop = threading.Event()
-
-    def handler(signum, frame):
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-    return stop
+    if not args.headless:
+        raise SetupError("clawwatch demo: the dashboard is not built yet; use --headless")
+    config = _load_config(args.config)
+    world = DemoWorld(era="legacy" if args.legacy else "sqlite").start()
+    sources = SourceSet(state_dir=str(world.state_dir), log_path=str(world.log_path))
+    monitor = Monitor(sources, _engine(config))
+    try:
+        run_live(monitor, lambda records: _emit(records, args.json), seconds=args.seconds,
+                 poll_seconds=0.5, catch_up_quietly=False)
+    finally:
+        sources.close()
+        world.close()
+    return 0
 
 
 def cmd_config(args) -> int:
@@ -241,7 +238,7 @@ def cmd_config(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"replay": cmd_replay, "watch": cmd_watch, "config": cmd_config}
+    handlers = {"replay": cmd_replay, "watch": cmd_watch, "demo": cmd_demo, "config": cmd_config}
     try:
         if args.command is None:
             raise SetupError("clawwatch: the dashboard is not built yet; "

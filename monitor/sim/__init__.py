@@ -1,0 +1,27 @@
+"""A simulator that writes realistic OpenClaw 2026.9.6 data live into a state dir.
+
+Used by the ingest tests and by ``clawwatch demo``. It writes the raw formats only
+(SQLite agent DB or legacy JSONL + ``sessions.json``, and the gateway file log) and
+never imports the readers in ``monitor.sources``.
+"""
+
+from monitor.sim.legacy_writer import LegacyWriter
+from monitor.sim.log_writer import GatewayLogWriter, Trace
+from monitor.sim.scenarios import SCENARIOS, EndStep, Scenario, ToolStep, make_scenario
+from monitor.sim.simulator import FakeClock, SimSession, Simulator
+from monitor.sim.sqlite_writer import SqliteAgentWriter
+
+__all__ = [
+    "SCENARIOS",
+    "EndStep",
+    "FakeClock",
+    "GatewayLogWriter",
+    "LegacyWriter",
+    "Scenario",
+    "SimSession",
+    "Simulator",
+    "SqliteAgentWriter",
+    "ToolStep",
+    "Trace",
+    "make_scenario",
+]

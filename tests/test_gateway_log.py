@@ -1,0 +1,88 @@
+"""Gateway log lines: parsing real tslog records and joining bare lines to their run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from monitor.sources.gateway_log import (
+    GatewayLogSource,
+    MalformedLogLine,
+    parse_log_line,
+    rotated_siblings,
+)
+
+SAMPLE = Path(__file__).parent / "fixtures" / "gateway-log.sample.jsonl"
+
+
+def test_every_real_sample_line_parses_with_level_and_subsystem():
+    notices = [parse_log_line(line) for line in SAMPLE.read_bytes().splitlines() if line.strip()]
+    assert len(notices) == 25
+    assert all(n.level in {"DEBUG", "INFO", "WARN", "ERROR"} for n in notices)
+    assert {"gateway", "diagnostic", "agents/loop-detection"} <= {n.subsystem for n in notices}
+    turn = next(n for n in notices if n.message.startswith("session turn created"))
+    assert turn.run_id and turn.session_id and turn.session_key.startswith("agent:main:")
+
+
+def test_ids_in_text_and_quoted_values():
+    line = {
+        "0": '{"subsystem":"diagnostic"}',
+        "1": 'tool loop: sessionId=S1 sessionKey=agent:main:x tool=exec level=critical '
+             'action=block detector=generic_repeat count=20 message="CRITICAL: stop"',
+        "_meta": {"logLevelName": "ERROR"}, "time": "2026-11-29T13:15:58.183+00:00",
+    }
+    notice = parse_log_line(json.dumps(line).encode())
+    assert notice.session_id == "S1" and notice.session_key == "agent:main:x"
+    assert notice.fields["detector"] == "generic_repeat" and notice.fields["count"] == "20"
+    assert notice.level == "ERROR" and notice.ts == pytest.approx(1795958158.183)
+
+
+def test_structured_object_and_message_in_second_position():
+    line = {"0": '{"subsystem":"agent/embedded"}',
+            "1": {"event": "embedded_run_agent_end", "runId": "R9", "isError": True},
+            "2": "embedded run agent end", "_meta": {"logLevelName": "WARN"}}
+    notice = parse_log_line(json.dumps(line).encode())
+    assert notice.message == "embedded run agent end"
+    assert notice.run_id == "R9" and notice.fields["event"] == "embedded_run_agent_end"
+
+
+@pytest.mark.parametrize("raw,reason", [
+    (b"{not json", "invalid JSON"),
+    (b"\xff\xfe{}", "invalid UTF-8"),
+    (b'{"0":"a\x00b"}', "NUL"),
+    (b"[1,2]", "not a JSON object"),
+])
+def test_malformed_lines_say_why(raw, reason):
+    with pytest.raises(MalformedLogLine, match=reason):
+        parse_log_line(raw)
+
+
+def test_bare_loop_warning_is_joined_to_its_run_through_trace_id(tmp_path):
+    log = tmp_path / "openclaw.log"
+    lines = [
+        {"0": '{"subsystem":"agent/embedded"}', "1": "embedded run start: runId=R1 sessionId=S1 "
+         "provider=fake", "_meta": {"logLevelName": "DEBUG"}, "traceId": "T1"},
+        {"0": '{"subsystem":"agents/loop-detection"}', "1": "Loop warning: exec called 10 times "
+         "with identical arguments", "_meta": {"logLevelName": "WARN"}, "traceId": "T1"},
+        {"0": '{"subsystem":"agents/loop-detection"}', "1": "Loop warning: other trace",
+         "_meta": {"logLevelName": "WARN"}, "traceId": "T2"},
+    ]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines) + "garbage\n")
+    source = GatewayLogSource(str(log))
+    out = source.poll()
+    notices = [n for n in out if hasattr(n, "trace_id")]
+    assert [n.run_id for n in notices] == ["R1", "R1", None]
+    assert notices[1].session_id == "S1"
+    assert source.events == 3 and source.errors == 1
+    assert source.error_samples[0].where == f"offset {log.stat().st_size - len('garbage') - 1}"
+
+
+def test_numbered_rotations_are_found_oldest_first(tmp_path):
+    for name in ("openclaw-2026-11-29.log", "openclaw-2026-11-29.1.log",
+                 "openclaw-2026-11-29.2.log", "openclaw-2026-11-28.log"):
+        (tmp_path / name).write_text("")
+    found = rotated_siblings(str(tmp_path / "openclaw-2026-11-29.log"))
+    assert [Path(p).name for p in found] == ["openclaw-2026-11-29.2.log",
+                                             "openclaw-2026-11-29.1.log"]
