@@ -1,0 +1,1 @@
+"""End-to-end tests against a real OpenClaw gateway (see conftest.py)."""
