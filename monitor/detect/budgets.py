@@ -1,0 +1,117 @@
+"""Token accounting: per-session burn rate and the per-agent / global daily ledgers."""
+
+from __future__ import annotations
+
+from collections import deque
+from datetime import datetime, timedelta
+
+from monitor.events import Usage
+
+SERIES_POINTS = 60
+BUCKETS_PER_WINDOW = 60
+
+
+def tokens_of(usage: Usage) -> int:
+    """Tokens one assistant message consumed (``totalTokens``, else its parts)."""
+    if usage.total:
+        return usage.total
+    return usage.input + usage.output + usage.cache_read + usage.cache_write
+
+
+class BurnMeter:
+    """Tokens per minute over a sliding time window, plus a short series for a sparkline.
+
+    Samples closer together than 1/60 of the window share a bucket, so a busy session
+    keeps at most about 60 buckets and 60 series points.
+    """
+
+    __slots__ = ("messages", "samples", "series", "total", "window_tokens")
+
+    def __init__(self) -> None:
+        self.samples: deque[list] = deque()
+        self.series: deque[tuple[float, float]] = deque(maxlen=SERIES_POINTS)
+        self.total = 0
+        self.window_tokens = 0
+        self.messages = 0
+
+    def add(self, ts: float, tokens: int, window_seconds: int) -> None:
+        self.total += tokens
+        self.window_tokens += tokens
+        resolution = window_seconds / BUCKETS_PER_WINDOW
+        if self.samples and 0 <= ts - self.samples[-1][0] < resolution:
+            self.samples[-1][1] += tokens
+            self.samples[-1][2] += 1
+        else:
+            self.samples.append([ts, tokens, 1])
+        self.messages += 1
+        self._expire(ts, window_seconds)
+        point = (ts, self.rate(window_seconds))
+        if self.series and 0 <= ts - self.series[-1][0] < resolution:
+            self.series[-1] = (self.series[-1][0], point[1])
+        else:
+            self.series.append(point)
+
+    def _expire(self, now: float, window_seconds: int) -> None:
+        while self.samples and (now - self.samples[0][0] > window_seconds
+                                or len(self.samples) > 4 * BUCKETS_PER_WINDOW):
+            _, tokens, count = self.samples.popleft()
+            self.window_tokens -= tokens
+            self.messages -= count
+
+    def rate(self, window_seconds: int) -> float:
+        """Tokens per minute over the samples in the window (a minute at the least)."""
+        if not self.samples:
+            return 0.0
+        span = self.samples[-1][0] - self.samples[0][0]
+        span = min(max(span, 60.0), float(window_seconds))
+        return self.window_tokens * 60.0 / span
+
+    def eta_seconds(self, budget: int | None, window_seconds: int, used: int) -> float | None:
+        """Seconds until ``used`` reaches ``budget`` at the current rate."""
+        if not budget:
+            return None
+        remaining = budget - used
+        if remaining <= 0:
+            return 0.0
+        rate = self.rate(window_seconds)
+        return remaining / rate * 60.0 if rate > 0 else None
+
+
+_DAY_CACHE: dict[tuple[int, str], str] = {}
+
+
+def day_of(ts: float, reset_time: str) -> str:
+    """The budget day a timestamp belongs to; days start at ``reset_time`` (local time)."""
+    cache_key = (int(ts) // 60, reset_time)
+    day = _DAY_CACHE.get(cache_key)
+    if day is None:
+        hours, minutes = (int(part) for part in reset_time.split(":"))
+        moment = datetime.fromtimestamp(ts) - timedelta(hours=hours, minutes=minutes)
+        day = moment.date().isoformat()
+        if len(_DAY_CACHE) > 4096:
+            _DAY_CACHE.clear()
+        _DAY_CACHE[cache_key] = day
+    return day
+
+
+class DailyLedger:
+    """Tokens per agent and in total for the current budget day (older days are dropped)."""
+
+    __slots__ = ("agents", "day", "total")
+
+    def __init__(self) -> None:
+        self.day = ""
+        self.agents: dict[str, int] = {}
+        self.total = 0
+
+    def add(self, day: str, agent_id: str, tokens: int) -> tuple[int, int]:
+        """Account tokens; return (agent's tokens today, everyone's tokens today)."""
+        if day > self.day:
+            self.day = day
+            self.agents = {}
+            self.total = 0
+        elif day < self.day:
+            return 0, 0
+        self.agents[agent_id] = self.agents.get(agent_id, 0) + tokens
+        self.total += tokens
+        return self.agents[agent_id], self.total

@@ -1,0 +1,450 @@
+"""The detection engine: transcript events in, findings out.
+
+Tool calls are replayed the way OpenClaw 2026.9.6's embedded runner admits
+them. The calls of one assistant message form a batch; each call is judged
+(``loopcore.evaluate``) against the run's history plus the earlier calls of
+its batch projected as vetoes, when it is seen. The batch enters the history
+when its first result arrives: as ordinary records, or, when that result is
+OpenClaw's ``tool-loop`` veto, as veto records for the calls that repeated the
+blocked action (OpenClaw's ``recordLoopVeto``). Each result then fills its
+record's outcome. ``at_call`` is the call's 1-based index in the session.
+
+Reporting follows OpenClaw's log: a warning is reported when
+``floor(count / warning_bucket_size)`` rises for its key (``runId:warningKey``),
+which is exactly when OpenClaw logs ``tool loop: … level=warning`` and appends
+its system note; a critical is reported the first time for its key, when its
+bucket rises, and again after OpenClaw really vetoed a call (a new block).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from monitor.config import Config, DetectionConfig
+from monitor.detect.beyond import Hit, level_for
+from monitor.detect.budgets import DailyLedger, day_of, tokens_of
+from monitor.detect.findings import LEVEL_RANK, Finding
+from monitor.detect.gateway_notice import parse_loop_line
+from monitor.detect.jsstable import js_trim
+from monitor.detect.loopcore import Record, Thresholds, Verdict, evaluate
+from monitor.detect.normalise import Normaliser, outcome_key
+from monitor.detect.outcomes import (
+    VETO_KIND,
+    hash_tool_call,
+    is_known_poll,
+    is_not_admitted,
+    normalize_tool_name,
+    outcome_of,
+    tool_params,
+)
+from monitor.detect.session_state import LastCall, PendingCall, SessionState
+from monitor.detect.status import BurnStatus, PingPongPair, StreakStatus
+from monitor.detect.streaks import burn_status, ping_pong_pairs, streak_statuses
+from monitor.detect.turns import assistant_hits
+from monitor.events import (
+    AssistantMessage,
+    Compaction,
+    GatewayNotice,
+    LoopVeto,
+    ModelChange,
+    SessionStart,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+
+MAX_RUN_INDEX = 4096
+TRANSCRIPT_EVENTS = (ToolCall, ToolResult, LoopVeto, AssistantMessage, UserMessage, Compaction,
+                     SessionStart, ModelChange)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """One agent's effective detection settings, prepared for the hot path."""
+
+    config: Config
+    detection: DetectionConfig
+    thresholds: Thresholds
+    normaliser: Normaliser
+
+
+def _settings(config: Config) -> Settings:
+    det = config.detection
+    switches = det.detectors
+    thresholds = Thresholds(
+        warning=det.warning_threshold, critical=det.critical_threshold,
+        global_breaker=det.global_circuit_breaker_threshold,
+        unknown_tool=det.unknown_tool_threshold,
+        generic_repeat=switches.generic_repeat,
+        known_poll_no_progress=switches.known_poll_no_progress,
+        ping_pong=switches.ping_pong, unknown_tool_repeat=switches.unknown_tool_repeat,
+        global_circuit_breaker=switches.global_circuit_breaker,
+        argument_churn=switches.argument_churn,
+    )
+    norm = det.normalisation
+    return Settings(config, det, thresholds,
+                    Normaliser(norm.builtin_patterns, norm.extra_patterns, norm.volatile_keys))
+
+
+def run_scope(run_id: str | None) -> str | None:
+    """``normalizeOptionalString(runId)``."""
+    if not isinstance(run_id, str):
+        return None
+    return js_trim(run_id) or None
+
+
+class DetectionEngine:
+    """Per-session detector state; ``observe`` returns findings when a level is first reached."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config or Config()
+        self._settings: dict[str, Settings] = {}
+        self._sessions: dict[str, SessionState] = {}
+        self._key_to_session: dict[str, str] = {}
+        self._run_to_session: OrderedDict[str, str] = OrderedDict()
+        self._ledger = DailyLedger()
+        self._orphan_notices = OrderedDict()
+
+    # ------------------------------------------------------------------ public
+
+    def observe(self, session_key: str, agent_id: str, event) -> list[Finding]:
+        if isinstance(event, GatewayNotice):
+            return self._on_notice(session_key, agent_id, event)
+        if not isinstance(event, TRANSCRIPT_EVENTS) or not event.session_id:
+            return []
+        settings = self.settings_for(agent_id)
+        if not settings.detection.enabled:
+            return []
+        state = self._state(event.session_id, session_key, agent_id, settings)
+        if event.ts is not None:
+            state.last_ts = event.ts
+        run_id = run_scope(getattr(event, "run_id", None))
+        if run_id:
+            self._index_run(run_id, event.session_id)
+        if isinstance(event, ToolCall):
+            return self._on_call(state, settings, event, run_id)
+        if isinstance(event, ToolResult):
+            return self._on_result(state, settings, event)
+        if isinstance(event, LoopVeto):
+            return self._on_veto(state, settings, event)
+        self._commit(state, None)
+        if isinstance(event, AssistantMessage):
+            return self._on_assistant(state, settings, event)
+        if isinstance(event, UserMessage):
+            state.diminishing.user_message(
+                event.text_chars,
+                settings.detection.diminishing_returns.continuation_prompt_max_chars)
+        elif isinstance(event, Compaction):
+            state.compaction.compaction(list(state.recent_call_keys),
+                                        settings.detection.post_compaction_repeat.window_calls)
+            state.bloat.reset()
+        return []
+
+    def streaks(self, session_id: str) -> list[StreakStatus]:
+        state = self._sessions.get(session_id)
+        if state is None:
+            return []
+        return streak_statuses(state, self.settings_for(state.agent_id))
+
+    def pingpong_pairs(self, session_id: str) -> list[PingPongPair]:
+        state = self._sessions.get(session_id)
+        return ping_pong_pairs(state) if state is not None else []
+
+    def burn(self, session_id: str) -> BurnStatus:
+        state = self._sessions.get(session_id)
+        settings = self.settings_for(state.agent_id if state else "")
+        return burn_status(state, settings)
+
+    def forget(self, session_id: str) -> None:
+        state = self._sessions.pop(session_id, None)
+        if state is not None and self._key_to_session.get(state.key) == session_id:
+            del self._key_to_session[state.key]
+
+    def external_finding(self, session_key: str, session_id: str, detector: str, level: str,
+                         count: int, message: str, *, tool: str | None = None,
+                         pattern: str = "", at_call: int = 0,
+                         ts: float | None = None) -> Finding | None:
+        """A finding from outside the transcript (e.g. ``hung_process`` from the process
+        watcher), reported once per level per pattern like every other detector."""
+        state = self._sessions.get(session_id)
+        agent_id = state.agent_id if state else ""
+        settings = self.settings_for(agent_id)
+        if not settings.detection.enabled or not getattr(settings.detection.detectors,
+                                                         detector, True):
+            return None
+        if state is None:
+            state = self._state(session_id, session_key, agent_id, settings)
+        hit = Hit(detector, level, count, message, f"{detector}:{pattern}", tool)
+        return self._gate(state, hit, at_call, ts)
+
+    def settings_for(self, agent_id: str | None) -> Settings:
+        key = agent_id or ""
+        settings = self._settings.get(key)
+        if settings is None:
+            settings = _settings(self.config.for_agent(key))
+            self._settings[key] = settings
+        return settings
+
+    # ---------------------------------------------------------------- sessions
+
+    def _state(self, session_id: str, session_key: str, agent_id: str,
+               settings: Settings) -> SessionState:
+        state = self._sessions.get(session_id)
+        if state is None:
+            det = settings.detection
+            state = SessionState(session_id, session_key or "", agent_id or "",
+                                 det.history_size, det.session_no_progress.window)
+            self._sessions[session_id] = state
+        if session_key and session_key != state.key and session_key != session_id:
+            state.key = session_key
+        if not state.key and session_key:
+            state.key = session_key
+        if agent_id:
+            state.agent_id = agent_id
+        if state.key:
+            self._key_to_session[state.key] = session_id
+        return state
+
+    def _index_run(self, run_id: str, session_id: str) -> None:
+        self._run_to_session[run_id] = session_id
+        self._run_to_session.move_to_end(run_id)
+        while len(self._run_to_session) > MAX_RUN_INDEX:
+            self._run_to_session.popitem(last=False)
+
+    # ------------------------------------------------------------ tool calls
+
+    def _on_call(self, state: SessionState, settings: Settings, event: ToolCall,
+                 run_id: str | None) -> list[Finding]:
+        state.call_index += 1
+        tool = normalize_tool_name(event.name)
+        params = tool_params(event.arguments, event.has_arguments)
+        args_hash = hash_tool_call(tool, params)
+        known_poll = is_known_poll(tool, params)
+        if state.batch and state.batch_run != run_id:
+            self._commit(state, None)
+        call = PendingCall(tool, params, args_hash, event.call_id, run_id, state.call_index,
+                           known_poll)
+        findings: list[Finding] = []
+        if state.batch_blocked is None:
+            history = state.scoped_history(run_id)
+            for earlier in state.batch:
+                projected = Record(earlier.tool, earlier.args_hash, earlier.call_id, run_id)
+                projected.kind = VETO_KIND
+                history.append(projected)
+            verdict = evaluate(history, tool, args_hash, known_poll, settings.thresholds)
+            if verdict is not None:
+                finding = self._loop_finding(state, settings, verdict, call, run_id, event.ts)
+                if finding is not None:
+                    findings.append(finding)
+                if verdict.level == "critical":
+                    state.batch_blocked = args_hash
+        state.last_call = LastCall(tool, args_hash, known_poll, run_id)
+        state.batch.append(call)
+        state.batch_run = run_id
+        if settings.detection.detectors.iteration_budget:
+            findings.extend(self._iteration(state, settings, call, event.ts))
+        return findings
+
+    def _loop_finding(self, state: SessionState, settings: Settings, verdict: Verdict,
+                      call: PendingCall, run_id: str | None, ts: float | None
+                      ) -> Finding | None:
+        key = f"{run_id}:{verdict.warning_key}" if run_id else verdict.warning_key
+        size = settings.detection.warning_bucket_size
+        bucket = max(1, verdict.count // size) if size > 0 else 1
+        gate = state.warning_buckets if verdict.level == "warning" else state.critical_buckets
+        if not gate.passes(key, bucket):
+            return None
+        return Finding(state.key, state.session_id, verdict.detector, verdict.level,
+                       verdict.count, call.tool, call.index, verdict.message, key, ts)
+
+    def _commit(self, state: SessionState, veto: ToolResult | LoopVeto | None) -> None:
+        """Enter the pending batch into the history (see the module docstring)."""
+        if not state.batch:
+            return
+        if veto is not None:
+            action_key = _action_key(veto) or state.batch_blocked
+            if action_key is None:
+                blocked = state.find_batch_call(veto.call_id)
+                action_key = blocked.args_hash if blocked else None
+            for call in state.batch:
+                call.vetoed = True
+                if call.args_hash == action_key:
+                    record = Record(call.tool, call.args_hash, call.call_id, call.run_id,
+                                    call.index)
+                    record.kind = VETO_KIND
+                    state.add_record(record)
+            state.critical_buckets.clear()
+        else:
+            for call in state.batch:
+                call.record = Record(call.tool, call.args_hash, call.call_id, call.run_id,
+                                     call.index)
+                state.add_record(call.record)
+        for call in state.batch:
+            state.remember_pending(call)
+        state.batch = []
+        state.batch_run = None
+        state.batch_blocked = None
+
+    # --------------------------------------------------------------- results
+
+    def _on_result(self, state: SessionState, settings: Settings, event: ToolResult
+                   ) -> list[Finding]:
+        if event.is_loop_veto:
+            return self._on_veto(state, settings, event)
+        self._commit(state, None)
+        call = state.take_pending(event.call_id)
+        if call is None:
+            return []
+        if call.vetoed:
+            return self._progress(state, settings, call, None, event.ts)
+        if is_not_admitted(event.name, event.text):
+            if call.record is not None:
+                state.remove_record(call.record)
+        else:
+            outcome = outcome_of(call.tool, call.params, is_error=event.is_error,
+                                 details=event.details, text=event.text, is_veto=False)
+            record = call.record
+            if record is None or record.has_outcome or record not in state.records:
+                record = Record(call.tool, call.args_hash, call.call_id, call.run_id,
+                                call.index)
+                state.add_record(record)
+            record.result_hash = outcome.result_hash
+            record.kind = outcome.kind
+            record.failure_identity = outcome.failure_identity
+            record.no_progress = outcome.no_progress
+            record.unknown_tool_name = outcome.unknown_tool_name
+        key = outcome_key(settings.normaliser, call.tool, call.args_hash,
+                          is_error=event.is_error, details=event.details, text=event.text)
+        return self._progress(state, settings, call, key, event.ts)
+
+    def _on_veto(self, state: SessionState, settings: Settings,
+                 event: ToolResult | LoopVeto) -> list[Finding]:
+        if event.call_id in state.handled_vetoes:
+            return []
+        state.handled_vetoes.append(event.call_id)
+        if state.batch and state.find_batch_call(event.call_id) is not None:
+            self._commit(state, event)
+        elif state.batch:
+            self._commit(state, None)
+        call = state.take_pending(event.call_id)
+        if call is None:
+            return []
+        return self._progress(state, settings, call, None, event.ts)
+
+    def _progress(self, state: SessionState, settings: Settings, call: PendingCall,
+                  key: str | None, ts: float | None) -> list[Finding]:
+        """The beyond-OpenClaw detectors that judge a call by its outcome."""
+        det = settings.detection
+        hits: list[Hit] = []
+        combined = f"{call.args_hash}|{key or 'veto'}"
+        if det.detectors.session_no_progress:
+            streak = state.progress.observe(key)
+            cfg = det.session_no_progress
+            level = level_for(streak, cfg.warning_threshold, cfg.critical_threshold)
+            if level:
+                hits.append(Hit("session_no_progress", level, streak,
+                                f"{streak} consecutive tool calls added nothing new to the "
+                                f"session (any tool; last: {call.tool})",
+                                f"session_no_progress:{state.progress.episode}", call.tool))
+        if det.detectors.post_compaction_repeat:
+            repeats = state.compaction.observe(combined)
+            cfg = det.post_compaction_repeat
+            if repeats:
+                level = level_for(repeats, cfg.warning_threshold, cfg.critical_threshold)
+                if level:
+                    hits.append(Hit("post_compaction_repeat", level, repeats,
+                                    f"{repeats} calls right after a compaction repeated earlier "
+                                    f"calls with the same outcome (last: {call.tool})",
+                                    f"post_compaction_repeat:{state.compaction.episode}",
+                                    call.tool))
+        state.recent_call_keys.append(combined)
+        return [f for hit in hits if (f := self._gate(state, hit, call.index, ts))]
+
+    def _iteration(self, state: SessionState, settings: Settings, call: PendingCall,
+                   ts: float | None) -> list[Finding]:
+        count = state.iterations.observe(call.run_id)
+        cfg = settings.detection.iteration_budget
+        level = level_for(count, cfg.warning_tool_calls, cfg.critical_tool_calls)
+        if not level:
+            return []
+        hit = Hit("iteration_budget", level, count, f"run made {count} tool calls "
+                  f"(warning {cfg.warning_tool_calls}, critical {cfg.critical_tool_calls})",
+                  f"iteration_budget:{call.run_id or ''}", call.tool)
+        finding = self._gate(state, hit, call.index, ts)
+        return [finding] if finding else []
+
+    # ------------------------------------------------------------- messages
+
+    def _on_assistant(self, state: SessionState, settings: Settings,
+                      event: AssistantMessage) -> list[Finding]:
+        ts = event.ts if event.ts is not None else state.last_ts
+        tokens = tokens_of(event.usage)
+        state.session_tokens += tokens
+        agent_tokens = total_tokens = 0
+        budgets = settings.config.budgets
+        if ts is not None and tokens:
+            state.burn.add(ts, tokens, settings.detection.burn_rate.window_seconds)
+            agent_tokens, total_tokens = self._ledger.add(
+                day_of(ts, budgets.reset_time), state.agent_id, tokens)
+        hits = assistant_hits(state, settings, event, tokens, agent_tokens, total_tokens,
+                              self._ledger.day)
+        return [f for hit in hits if (f := self._gate(state, hit, 0, event.ts))]
+
+    def _gate(self, state: SessionState, hit: Hit, at_call: int, ts: float | None
+              ) -> Finding | None:
+        if not state.levels.passes(hit.pattern, LEVEL_RANK[hit.level]):
+            return None
+        return Finding(state.key, state.session_id, hit.detector, hit.level, hit.count,
+                       hit.tool, at_call, hit.message, hit.pattern, ts)
+
+    # ---------------------------------------------------------- gateway log
+
+    def _on_notice(self, session_key: str, agent_id: str, notice: GatewayNotice
+                   ) -> list[Finding]:
+        line = parse_loop_line(notice.message)
+        if line is None:
+            return []
+        session_id = notice.session_id
+        run_id = run_scope(notice.run_id)
+        if not session_id and run_id:
+            session_id = self._run_to_session.get(run_id)
+        key = session_key or notice.session_key or ""
+        if not session_id and key:
+            session_id = self._key_to_session.get(key) or (key if key in self._sessions
+                                                           else None)
+        state = self._sessions.get(session_id) if session_id else None
+        settings = self.settings_for(agent_id or (state.agent_id if state else ""))
+        det = settings.detection
+        if not det.enabled or not det.detectors.gateway_loop_notice:
+            return []
+        per_tool = line.detector not in ("ping_pong", "argument_churn")
+        pattern = (f"gateway:{run_id or ''}:{line.detector}:"
+                   f"{line.tool if per_tool else ''}:{line.level}")
+        bucket = max(1, line.count // 10)
+        tool = line.tool
+        message = f"OpenClaw {line.detector} {line.level}: {js_trim(notice.message)[:300]}"
+        if state is None:
+            if not key and not session_id:
+                return []
+            orphan = f"{session_id or key}|{pattern}"
+            if self._orphan_notices.get(orphan, 0) >= bucket:
+                return []
+            self._orphan_notices[orphan] = bucket
+            while len(self._orphan_notices) > 1024:
+                self._orphan_notices.popitem(last=False)
+            return [Finding(key or session_id or "", session_id or "", "gateway_loop_notice",
+                            line.level, line.count, tool, 0, message, pattern, notice.ts)]
+        if not state.warning_buckets.passes(pattern, bucket):
+            return []
+        return [Finding(key or state.key, state.session_id, "gateway_loop_notice", line.level,
+                        line.count, tool, 0, message, pattern, notice.ts)]
+
+
+def _action_key(veto: ToolResult | LoopVeto) -> str | None:
+    details = getattr(veto, "details", None)
+    if isinstance(details, dict):
+        intervention = details.get("intervention")
+        if isinstance(intervention, dict) and isinstance(intervention.get("actionKey"), str):
+            return intervention["actionKey"]
+    return None

@@ -1,0 +1,321 @@
+"""OpenClaw 2026.9.6's tool-loop decision (``detectToolCallLoop``) over a call history.
+
+A ``Record`` is one entry of OpenClaw's ``toolCallHistory``. ``evaluate`` takes
+the history already scoped to the current run (plus the projected vetoes of
+earlier calls in the same assistant batch) and returns the verdict OpenClaw
+would reach for the next call, in OpenClaw's order: unknown tool → global
+breaker → known-poll critical/warning → ping-pong critical/warning → generic
+critical → argument churn → generic warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from monitor.detect.outcomes import TERMINAL_EXEC_FAILURE, VETO_KIND
+
+MIN_STABLE_CALLS_PER_VARIANT = 3
+
+
+class Record:
+    """One call in the history; the outcome fields are filled when its result arrives."""
+
+    __slots__ = ("args_hash", "call_id", "call_index", "failure_identity", "kind",
+                 "no_progress", "result_hash", "run_id", "tool", "unknown_tool_name")
+
+    def __init__(self, tool: str, args_hash: str, call_id: str | None, run_id: str | None,
+                 call_index: int = 0) -> None:
+        self.tool = tool
+        self.args_hash = args_hash
+        self.call_id = call_id
+        self.run_id = run_id
+        self.call_index = call_index
+        self.result_hash: str | None = None
+        self.kind: str | None = None
+        self.failure_identity: str | None = None
+        self.no_progress = False
+        self.unknown_tool_name: str | None = None
+
+    @property
+    def has_outcome(self) -> bool:
+        return self.result_hash is not None or self.kind is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    warning: int = 10
+    critical: int = 20
+    global_breaker: int = 30
+    unknown_tool: int = 10
+    generic_repeat: bool = True
+    known_poll_no_progress: bool = True
+    ping_pong: bool = True
+    unknown_tool_repeat: bool = True
+    global_circuit_breaker: bool = True
+    argument_churn: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    detector: str
+    level: str
+    count: int
+    message: str
+    warning_key: str
+    paired_tool: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PingPong:
+    count: int
+    no_progress_evidence: bool
+    paired_tool: str | None = None
+    paired_signature: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    """Every counter ``evaluate`` computed, for the dashboard's streak view."""
+
+    tool: str
+    args_hash: str
+    recent_count: int
+    no_progress: int
+    known_poll: bool
+    ping_pong: PingPong
+    unknown_tool: int
+    argument_churn: int
+
+
+def no_progress_streak(history: list[Record], tool: str, args_hash: str) -> tuple[int, str | None]:
+    """``getNoProgressStreak``: (count, latest result hash)."""
+    repeated = _count_no_progress(history, tool, args_hash, False)
+    if tool != "exec":
+        return repeated
+    failures = _count_no_progress(history, tool, args_hash, True)
+    return failures if failures[0] > repeated[0] else repeated
+
+
+def _count_no_progress(history: list[Record], tool: str, args_hash: str,
+                       failures_only: bool) -> tuple[int, str | None]:
+    streak = 0
+    latest: Record | None = None
+    crossed_boundary = False
+    pending_vetoes = 0
+    for record in reversed(history):
+        if record.tool != tool:
+            if failures_only:
+                break
+            continue
+        if not failures_only and record.args_hash != args_hash:
+            continue
+        if record.kind == VETO_KIND:
+            pending_vetoes += 1
+            continue
+        if not record.result_hash:
+            continue
+        if failures_only and record.kind != TERMINAL_EXEC_FAILURE:
+            break
+        if latest is None:
+            latest = record
+            crossed_boundary = record.args_hash != args_hash
+            streak = pending_vetoes + 1
+            pending_vetoes = 0
+            continue
+        if failures_only:
+            if crossed_boundary and record.args_hash == args_hash:
+                break
+            if record.args_hash != args_hash:
+                crossed_boundary = True
+        same_failure = (failures_only and record.failure_identity is not None
+                        and record.failure_identity == latest.failure_identity)
+        if record.result_hash != latest.result_hash and not same_failure:
+            break
+        streak += pending_vetoes + 1
+        pending_vetoes = 0
+    if latest is not None:
+        return streak, latest.result_hash
+    return (0 if failures_only else pending_vetoes), None
+
+
+def unknown_tool_streak(history: list[Record], tool: str) -> tuple[int, str | None]:
+    streak = 0
+    name: str | None = None
+    for record in reversed(history):
+        if record.tool != tool or not record.unknown_tool_name:
+            break
+        if name is None:
+            name = record.unknown_tool_name
+            streak = 1
+            continue
+        if record.unknown_tool_name != name:
+            break
+        streak += 1
+    return streak, name
+
+
+def ping_pong_streak(history: list[Record], current_hash: str) -> PingPong:
+    """``getPingPongStreak``: the alternating tail that the current call would continue."""
+    none = PingPong(0, False)
+    if not history:
+        return none
+    last = history[-1]
+    other: Record | None = None
+    for record in reversed(history[:-1]):
+        if record.args_hash != last.args_hash:
+            other = record
+            break
+    if other is None:
+        return none
+    tail = 0
+    for record in reversed(history):
+        expected = last.args_hash if tail % 2 == 0 else other.args_hash
+        if record.args_hash != expected:
+            break
+        tail += 1
+    if tail < 2 or current_hash != other.args_hash:
+        return none
+    hash_a: str | None = None
+    hash_b: str | None = None
+    evidence = True
+    for record in history[len(history) - tail:]:
+        if not record.result_hash:
+            evidence = False
+            break
+        if record.args_hash == last.args_hash:
+            if hash_a is None:
+                hash_a = record.result_hash
+            elif hash_a != record.result_hash:
+                evidence = False
+                break
+            continue
+        if record.args_hash == other.args_hash:
+            if hash_b is None:
+                hash_b = record.result_hash
+            elif hash_b != record.result_hash:
+                evidence = False
+                break
+            continue
+        evidence = False
+        break
+    if hash_a is None or hash_b is None:
+        evidence = False
+    return PingPong(tail + 1, evidence, last.tool, last.args_hash)
+
+
+def argument_churn_streak(history: list[Record], tool: str, current_hash: str
+                          ) -> tuple[int, int]:
+    """``getArgumentChurnNoProgressStreak``: (count, variant count)."""
+    outcomes: dict[str, list[Any]] = {}
+    for record in reversed(history):
+        if record.tool != tool:
+            break
+        if not record.result_hash:
+            continue
+        if not record.no_progress:
+            break
+        previous = outcomes.get(record.args_hash)
+        if previous is not None and previous[0] != record.result_hash:
+            break
+        if previous is None:
+            outcomes[record.args_hash] = [record.result_hash, 1]
+        else:
+            previous[1] += 1
+    total = sum(count for _, count in outcomes.values())
+    stable = [(result, count) for result, count in outcomes.values()
+              if count >= MIN_STABLE_CALLS_PER_VARIANT]
+    current = outcomes.get(current_hash)
+    if (len(stable) > 1 and sum(count for _, count in stable) == total
+            and len({result for result, _ in stable}) == 1
+            and (current[1] if current else 0) >= MIN_STABLE_CALLS_PER_VARIANT):
+        return total, len(stable)
+    return 0, 0
+
+
+def measure(history: list[Record], tool: str, args_hash: str, known_poll: bool) -> Metrics:
+    streak, _ = no_progress_streak(history, tool, args_hash)
+    churn, _ = argument_churn_streak(history, tool, args_hash)
+    return Metrics(
+        tool=tool,
+        args_hash=args_hash,
+        recent_count=sum(1 for r in history if r.tool == tool and r.args_hash == args_hash),
+        no_progress=streak,
+        known_poll=known_poll,
+        ping_pong=ping_pong_streak(history, args_hash),
+        unknown_tool=unknown_tool_streak(history, tool)[0],
+        argument_churn=churn,
+    )
+
+
+def evaluate(history: list[Record], tool: str, args_hash: str, known_poll: bool,
+             limits: Thresholds) -> Verdict | None:
+    """The verdict OpenClaw's ``detectToolCallLoop`` returns for the next call, or None."""
+    unknown, unknown_name = unknown_tool_streak(history, tool)
+    streak, latest_result = no_progress_streak(history, tool, args_hash)
+    churn, variants = argument_churn_streak(history, tool, args_hash)
+    pingpong = ping_pong_streak(history, args_hash)
+    result_key = latest_result or "none"
+
+    if limits.unknown_tool_repeat and unknown >= limits.unknown_tool:
+        name = unknown_name or tool
+        return Verdict("unknown_tool_repeat", "critical", unknown,
+                       f"CRITICAL: attempted unavailable tool {name} {unknown} times. Stop "
+                       "retrying that missing tool and answer without it.",
+                       f"unknown-tool:{tool}:{unknown_name or 'unknown'}")
+    if limits.global_circuit_breaker and streak >= limits.global_breaker:
+        return Verdict("global_circuit_breaker", "critical", streak,
+                       f"CRITICAL: {tool} repeated identical no-progress outcomes {streak} "
+                       "times. Session execution blocked by global circuit breaker to prevent "
+                       "runaway loops.",
+                       f"global:{tool}:{args_hash}:{result_key}")
+    if known_poll and limits.known_poll_no_progress:
+        poll_key = f"poll:{tool}:{args_hash}:{result_key}"
+        if streak >= limits.critical:
+            return Verdict("known_poll_no_progress", "critical", streak,
+                           f"CRITICAL: Called {tool} with identical arguments and no progress "
+                           f"{streak} times. This appears to be a stuck polling loop. Session "
+                           "execution blocked to prevent resource waste.", poll_key)
+        if streak >= limits.warning:
+            return Verdict("known_poll_no_progress", "warning", streak,
+                           f"WARNING: You have called {tool} {streak} times with identical "
+                           "arguments and no progress. Stop polling and either (1) increase "
+                           "wait time between checks, or (2) report the task as failed if the "
+                           "process is stuck.", poll_key)
+    if limits.ping_pong:
+        if pingpong.paired_signature:
+            pair = "|".join(sorted((args_hash, pingpong.paired_signature)))
+            pp_key = f"pingpong:{pair}"
+        else:
+            pp_key = f"pingpong:{tool}:{args_hash}"
+        if pingpong.count >= limits.critical and pingpong.no_progress_evidence:
+            return Verdict("ping_pong", "critical", pingpong.count,
+                           "CRITICAL: You are alternating between repeated tool-call patterns "
+                           f"({pingpong.count} consecutive calls) with no progress. This appears "
+                           "to be a stuck ping-pong loop. Session execution blocked to prevent "
+                           "resource waste.", pp_key, pingpong.paired_tool)
+        if pingpong.count >= limits.warning:
+            return Verdict("ping_pong", "warning", pingpong.count,
+                           "WARNING: You are alternating between repeated tool-call patterns "
+                           f"({pingpong.count} consecutive calls). This looks like a ping-pong "
+                           "loop; stop retrying and report the task as failed.", pp_key,
+                           pingpong.paired_tool)
+    if limits.generic_repeat and not known_poll and streak >= limits.critical:
+        return Verdict("generic_repeat", "critical", streak,
+                       f"CRITICAL: Called {tool} with identical outcomes {streak} times. "
+                       "Session execution blocked to prevent runaway loops.",
+                       f"generic:{tool}:{args_hash}:{result_key}")
+    if limits.argument_churn and churn >= limits.warning:
+        return Verdict("argument_churn", "warning", churn,
+                       f"WARNING: {tool} has cycled through {variants} repeated argument "
+                       f"patterns with the same stable outcome {churn} times. Continued churn "
+                       "is treated as stalled run activity, but this tool call remains allowed.",
+                       f"argument-churn:{tool}")
+    if limits.generic_repeat and not known_poll:
+        recent = sum(1 for r in history if r.tool == tool and r.args_hash == args_hash)
+        if recent >= limits.warning:
+            return Verdict("generic_repeat", "warning", recent,
+                           f"WARNING: You have called {tool} {recent} times with identical "
+                           "arguments. If this is not making progress, stop retrying and report "
+                           "the task as failed.", f"generic:{tool}:{args_hash}")
+    return None

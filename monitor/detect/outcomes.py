@@ -1,0 +1,284 @@
+"""OpenClaw 2026.9.6's call and outcome hashing, rebuilt from transcript records.
+
+``hash_tool_call`` and ``outcome_of`` reproduce ``hashToolCall`` and
+``hashToolOutcome`` of ``dist/tool-loop-detection-*.mjs``. OpenClaw hashes the
+result object the tool returned; the transcript stores that object with, at
+most, a ``[System note: Tool-loop warning …]`` text part appended by the loop
+guard, which is removed here before hashing. Thrown errors reach the
+transcript as ``isError`` results whose text is the error message.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from monitor.detect.jsstable import UNDEFINED, js_number, js_trim, sha256_hex
+from monitor.detect.jsstable import stable_stringify as _stringify
+
+VETO_KIND = "tool-loop-veto"
+TERMINAL_EXEC_FAILURE = "terminal-exec-failure"
+
+_LOOP_NOTE = re.compile(
+    r"\n?\[System note: Tool-loop warning after \d+ repeated calls\. Change your approach or"
+    r" stop if you are not making progress\.\]\Z"
+)
+_MARKER = re.compile(
+    r'(<<<EXTERNAL_UNTRUSTED_CONTENT id=(\\*)")([a-f0-9]{16})(\2">>>(?:(?!<<<(?:END_)?'
+    r'EXTERNAL_UNTRUSTED_CONTENT)[\s\S])*<<<END_EXTERNAL_UNTRUSTED_CONTENT id=\2")\3(\2">>>)'
+)
+_UNESCAPED_QUOTE = re.compile(r'(?<!\\)\\*"')
+_WS = "[\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+_VOLATILE_EXEC_FAILURE = [
+    re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:z|[+-]\d{2}:\d{2})?",
+               re.ASCII | re.IGNORECASE),
+    re.compile(r"\d{1,2}:\d{2}:\d{2}(?:\.\d{1,6})?", re.ASCII),
+    re.compile(rf"\b(?:attempt|retry)\b(?:{_WS}|[#:=])*\d+", re.ASCII | re.IGNORECASE),
+    re.compile(rf"\b\d+(?:\.\d+)?{_WS}?(?:ns|us|ms|seconds?|minutes?|hours?|s)\b",
+               re.ASCII | re.IGNORECASE),
+    re.compile(rf"\b(?:pid|ppid)\b(?:{_WS}|[#:=])*\d+", re.ASCII | re.IGNORECASE),
+]
+_UNKNOWN_TOOL = (
+    re.compile(r"""unknown tool[:\s]+["']?([a-z0-9_.-]+)["']?""", re.IGNORECASE),
+    re.compile(r"""tool\s+["']?([a-z0-9_.-]+)["']?\s+(?:not found|is not available)""",
+               re.IGNORECASE),
+)
+_TOOL_NAME = re.compile(r"^[a-z0-9._-]+$")
+SEND_LIKE_MESSAGE_ACTIONS = frozenset({
+    "send", "broadcast", "reply", "thread-reply", "sendWithEffect", "sendAttachment",
+    "upload-file", "sticker", "poll",
+})
+VOLATILE_SEND_RESULT_KEYS = frozenset({
+    "messageId", "message_id", "messageIds", "platformMessageId", "platformMessageIds",
+    "fileId", "file_id", "fileKey", "pollId", "poll_id", "receipt", "runId",
+    "idempotencyKey", "ts", "timestamp", "sentAt", "deliveredAt", "createdAt",
+})
+SEND_TOOLS = frozenset({"sessions_send", "conversations_send", "conversations_turn"})
+# Channel plugins decide "is this a send" themselves; a target in ``to`` is the common shape.
+CHANNEL_TOOLS = frozenset({
+    "telegram", "discord", "slack", "whatsapp", "signal", "imessage", "googlechat", "msteams",
+    "matrix", "mattermost", "line", "feishu", "zalo", "nostr", "irc",
+})
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What ``recordToolCallOutcome`` stores on a history record."""
+
+    result_hash: str | None = None
+    kind: str | None = None
+    failure_identity: str | None = None
+    no_progress: bool = False
+    unknown_tool_name: str | None = None
+
+
+def normalize_tool_name(name: str | None) -> str:
+    """``normalizeToolPolicyName(name || "tool")``; invalid names become ``undefined`` as in JS."""
+    normalized = js_trim(name or "tool").lower()
+    if not normalized or len(normalized) > 128 or not _TOOL_NAME.match(normalized):
+        return "undefined"
+    return normalized
+
+
+def tool_params(arguments: Any, has_arguments: bool = True) -> Any:
+    """The params OpenClaw hashes: ``undefined`` when the call stored no arguments."""
+    return arguments if has_arguments else UNDEFINED
+
+
+def hash_tool_call(tool: str, params: Any) -> str:
+    return f"{tool}:{sha256_hex(_stringify(params))}"
+
+
+def _canonical_markers(text: str) -> str:
+    if "<<<EXTERNAL_UNTRUSTED_CONTENT" not in text:
+        return text
+
+    def replace(match: re.Match) -> str:
+        start, escapes, _id, middle, end = match.groups()
+        width = len(escapes)
+        if (width & (width + 1)) != 0 or any(
+            len(quote) % (width + 1) != 0 for quote in _UNESCAPED_QUOTE.findall(middle)
+        ):
+            return match.group(0)
+        return start + "0" * 16 + middle + "0" * 16 + end
+
+    return _MARKER.sub(replace, text)
+
+
+def digest_outcome(value: Any) -> str:
+    """``digestToolOutcome``: untrusted-content marker ids are canonicalised first."""
+    return sha256_hex(_stringify(value, _canonical_markers, "<<<EXTERNAL_UNTRUSTED_CONTENT"))
+
+
+def strip_loop_note(text: str) -> str:
+    """Remove the warning text part OpenClaw appends after hashing the real result."""
+    return _LOOP_NOTE.sub("", text) if "[System note: Tool-loop" in text else text
+
+
+def unknown_tool_name(message: str) -> str | None:
+    raw = js_trim(message)
+    if not raw:
+        return None
+    for pattern in _UNKNOWN_TOOL:
+        match = pattern.search(raw)
+        if match:
+            return js_trim(match.group(1)).lower() or None
+    return None
+
+
+def is_not_admitted(tool_name: str, text: str) -> bool:
+    """Results agent-core produces before loop admission; OpenClaw never records these calls."""
+    return text == f"Tool {tool_name} not found" or text.startswith(
+        'Validation failed for tool "')
+
+
+def is_known_poll(tool: str, params: Any) -> bool:
+    if tool == "command_status":
+        return True
+    return tool == "process" and isinstance(params, dict) and params.get("action") in (
+        "poll", "log")
+
+
+def _string_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _nullable_string(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    trimmed = js_trim(value)
+    return trimmed or None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _exec_hash(details: dict, text: str) -> str | None:
+    status = _string_or_none(details.get("status"))
+    if not status:
+        return None
+    if status == "running":
+        tail = _string_or_none(details.get("tail")) or ""
+        return digest_outcome({"status": status, "tail": tail})
+    if status in ("completed", "failed"):
+        exit_code = details.get("exitCode")
+        return digest_outcome({
+            "status": status,
+            "exitCode": exit_code if _is_number(exit_code) else None,
+            "timedOut": details.get("timedOut") is True,
+            "output": _nullable_string(details.get("aggregated")) or text,
+        })
+    if status in ("approval-pending", "approval-unavailable"):
+        return digest_outcome({
+            "status": status,
+            "reason": _string_or_none(details.get("reason")),
+            "host": _string_or_none(details.get("host")),
+            "command": _string_or_none(details.get("command")) or "",
+            "warningText": _string_or_none(details.get("warningText")) or "",
+        })
+    return None
+
+
+def _exec_failure_identity(details: dict, exit_code: Any, output: str) -> str:
+    shape = output
+    for pattern in _VOLATILE_EXEC_FAILURE:
+        shape = pattern.sub("#", shape)
+    return digest_outcome({
+        "status": details.get("status", UNDEFINED),
+        "exitCode": exit_code,
+        "timedOut": details.get("timedOut") is True,
+        "output": shape,
+    })
+
+
+def _exec_outcome(details: dict, text: str) -> Outcome | None:
+    exec_hash = _exec_hash(details, text)
+    if not exec_hash:
+        return None
+    exit_code = details.get("exitCode")
+    output = _nullable_string(details.get("aggregated")) or text
+    if (details.get("status") in ("completed", "failed") and _is_number(exit_code)
+            and exit_code == exit_code and abs(exit_code) != float("inf") and exit_code != 0
+            and details.get("timedOut") is not True and output != ""
+            and output != f"(Command exited with code {js_number(exit_code)})"):
+        return Outcome(exec_hash, TERMINAL_EXEC_FAILURE,
+                       _exec_failure_identity(details, exit_code, output))
+    return Outcome(exec_hash)
+
+
+def _is_message_delivery(value: dict) -> bool:
+    return isinstance(value.get("id"), str) and isinstance(value.get("text"), str) and (
+        isinstance(value.get("direction"), str) or isinstance(value.get("senderId"), str)
+        or isinstance(value.get("accountId"), str) or isinstance(value.get("conversation"), dict)
+    )
+
+
+def strip_volatile_send_ids(value: Any) -> Any:
+    if isinstance(value, list):
+        return [strip_volatile_send_ids(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    drop_id = _is_message_delivery(value)
+    return {key: strip_volatile_send_ids(nested) for key, nested in value.items()
+            if key not in VOLATILE_SEND_RESULT_KEYS and not (key == "id" and drop_id)}
+
+
+def is_volatile_send(tool: str, params: Any) -> bool:
+    if tool in SEND_TOOLS:
+        return True
+    args = params if isinstance(params, dict) else {}
+    action = args.get("action")
+    if tool == "message":
+        return isinstance(action, str) and action in SEND_LIKE_MESSAGE_ACTIONS
+    target = args.get("to")
+    return tool in CHANNEL_TOOLS and isinstance(target, str) and bool(target.strip())
+
+
+def error_outcome(message: str) -> Outcome:
+    return Outcome(f"error:{digest_outcome(message)}", no_progress=True,
+                   unknown_tool_name=unknown_tool_name(message))
+
+
+def outcome_of(tool: str, params: Any, *, is_error: bool, details: Any, text: str,
+               is_veto: bool) -> Outcome:
+    """``hashToolOutcome`` for one transcript tool result (``text`` = joined text parts)."""
+    if is_veto:
+        return Outcome(kind=VETO_KIND)
+    text = strip_loop_note(text)
+    if is_error and not (isinstance(details, dict) and details):
+        return error_outcome(text)
+    details = details if isinstance(details, dict) else {}
+    text = js_trim(text)
+    if tool == "exec":
+        outcome = _exec_outcome(details, text)
+        if outcome is not None:
+            return outcome
+    if tool == "write" and details.get("changed") is False:
+        return Outcome(digest_outcome({"status": "unchanged"}), no_progress=True)
+    if tool == "process" and isinstance(params, dict):
+        action = params.get("action")
+        if action == "poll":
+            return Outcome(digest_outcome({
+                "action": action,
+                "status": details.get("status", UNDEFINED),
+                "exitCode": details.get("exitCode"),
+                "exitSignal": details.get("exitSignal"),
+                "aggregated": details.get("aggregated"),
+                "text": text,
+            }))
+        if action == "log":
+            return Outcome(digest_outcome({
+                "action": action,
+                "status": details.get("status", UNDEFINED),
+                "totalLines": details.get("totalLines"),
+                "totalChars": details.get("totalChars"),
+                "truncated": details.get("truncated"),
+                "exitCode": details.get("exitCode"),
+                "exitSignal": details.get("exitSignal"),
+                "text": text,
+            }))
+    if is_volatile_send(tool, params):
+        return Outcome(digest_outcome(strip_volatile_send_ids(details)))
+    return Outcome(digest_outcome({"details": details, "text": text}))
