@@ -74,22 +74,19 @@ def build_parser() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------------- helpers
 
 def _load_config(path: str | None):
-    try:
-        from monitor.config import ConfigError, load_config
-    except ImportError:
-        return None
+    from monitor.config import ConfigError, load_config
 
     try:
-        return load_config(path)
+        config = load_config(path)
     except ConfigError as exc:
         raise SetupError("\n".join(exc.errors)) from None
+    for warning in config.warnings:
+        print(f"clawwatch: warning: {warning}", file=sys.stderr)
+    return config
 
 
 def _engine(config):
-    try:
-        from monitor.detect.engine import DetectionEngine
-    except ImportError:
-        return None
+    from monitor.detect.engine import DetectionEngine
 
     return DetectionEngine(config)
 
