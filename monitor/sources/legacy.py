@@ -58,6 +58,7 @@ class LegacySessionsSource(Source):
         identity = (st.st_ino, st.st_size, st.st_mtime_ns)
         if identity == self._index_identity:
             return
+        self._index_identity = identity
         try:
             with open(self.index_path, "rb") as handle:
                 data = json.loads(handle.read())
@@ -65,7 +66,6 @@ class LegacySessionsSource(Source):
             out.append(self.error("sessions.json", f"cannot read the session index: {exc}",
                                   path=self.index_path))
             return
-        self._index_identity = identity
         if not isinstance(data, dict):
             out.append(self.error("sessions.json", "session index is not a JSON object",
                                   path=self.index_path))

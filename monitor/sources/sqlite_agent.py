@@ -67,6 +67,7 @@ class SqliteAgentSource(Source):
         self._last_sweep = float("-inf")
         self._decompressor = zstandard.ZstdDecompressor()
         self._reported_missing = False
+        self._failed_on: tuple | None = None
         self._node_versions: dict[str, tuple] = {}
 
     # ----------------------------------------------------------------- opening
@@ -77,6 +78,7 @@ class SqliteAgentSource(Source):
         except FileNotFoundError:
             return False
         uri = f"file:{quote(os.path.abspath(self.path))}?mode=ro"
+        conn = None
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=0.25, isolation_level=None,
                                    check_same_thread=False)
@@ -87,7 +89,13 @@ class SqliteAgentSource(Source):
                 for table in ("session_nodes", "session_windows", "transcript_events")
             }
         except sqlite3.DatabaseError as exc:
+            if conn is not None:
+                conn.close()
+            if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
+                self.busy_retries += 1
+                return False
             out.append(self.error("open", f"cannot open the database read-only: {exc}"))
+            self._failed_on = self._file_versions()
             return False
         self._conn, self._identity, self._columns = conn, (st.st_dev, st.st_ino), columns
         out.append(SourceNotice(self.kind, self.path, f"opened read-only (schema v{version})"))
@@ -125,11 +133,28 @@ class SqliteAgentSource(Source):
             self._conn.close()
         self._conn = None
 
+    def _file_versions(self) -> tuple:
+        """Identity, size and mtime of the database and its WAL: a database that failed is
+        tried again only once one of them changes, so a lasting fault is reported once."""
+        versions = []
+        for path in (self.path, self.path + "-wal"):
+            try:
+                st = os.stat(path)
+            except OSError:
+                versions.append(None)
+                continue
+            versions.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+        return tuple(versions)
+
     # -------------------------------------------------------------------- poll
 
     def poll(self) -> list:
         out: list = []
         self._reopen_if_replaced(out)
+        if self._failed_on is not None:
+            if self._file_versions() == self._failed_on:
+                return out
+            self._failed_on = None
         if self._conn is None and not self._open(out):
             return out
         conn = self._conn
@@ -148,9 +173,11 @@ class SqliteAgentSource(Source):
                 return out + pending
             out.append(self.error("query", f"query failed: {exc}"))
             self._close()
+            self._failed_on = self._file_versions()
         except sqlite3.DatabaseError as exc:
             out.append(self.error("query", f"database unreadable: {exc}"))
             self._close()
+            self._failed_on = self._file_versions()
         return out + pending
 
     def _select(self, table: str, wanted: tuple[str, ...]) -> str:

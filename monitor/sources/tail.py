@@ -21,12 +21,13 @@ found by its inode among its siblings and drained first).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import dataclass, field
 
 READ_CHUNK_BYTES = 1 << 20
-FINGERPRINT_BYTES = 64
+FINGERPRINT_BYTES = 1024
 DEFAULT_MAX_LINE_BYTES = 32 << 20
 ROTATED_GRACE_SECONDS = 2.0
 
@@ -105,6 +106,7 @@ class FileFollower:
         self._resume = resume
         self._start_at_end = start_at_end
         self.notices: list[TailNotice] = []
+        self._last_error: str | None = None
 
     # ------------------------------------------------------------------ public
 
@@ -193,8 +195,9 @@ class FileFollower:
                 return
             handle.offset = saved.offset
             if st.st_size < saved.offset or self._fingerprint(handle) != saved.fingerprint:
-                self._note("file was truncated while the monitor was stopped; reading from 0")
-                handle.offset = 0
+                self._note("file was truncated while the monitor was stopped")
+                handle.fingerprint_at_offset = saved.fingerprint
+                self._handle_truncation(handle, lines)
             return
         rotated = self._find_sibling_by_inode(saved.dev, saved.ino)
         if rotated is None:
@@ -316,17 +319,18 @@ class FileFollower:
                 with open(path, "rb") as copy:
                     start = max(0, handle.offset - FINGERPRINT_BYTES)
                     copy.seek(start)
-                    if copy.read(handle.offset - start).hex() == expected:
+                    if _digest(copy.read(handle.offset - start)) == expected:
                         return path
             except OSError:
                 continue
         return None
 
     def _fingerprint(self, handle: _OpenFile) -> str:
-        """Hex of the bytes just before the offset, as they are on disk now."""
+        """Digest of the bytes just before the offset, as they are on disk now. The window
+        spans several lines: the last ~100 bytes of many log lines never change."""
         start = max(0, handle.offset - FINGERPRINT_BYTES)
         try:
-            return os.pread(handle.fd, handle.offset - start, start).hex()
+            return _digest(os.pread(handle.fd, handle.offset - start, start))
         except OSError:
             return ""
 
@@ -343,6 +347,7 @@ class FileFollower:
                 self._note(f"read failed: {exc.strerror or exc}", error=True,
                            where=f"offset {position}")
                 break
+            self._last_error = None
             if not chunk:
                 break
             grew = True
@@ -382,4 +387,14 @@ class FileFollower:
         handle.pending_partial_line = rest
 
     def _note(self, message: str, *, error: bool = False, where: str = "") -> None:
+        """Record a notice; an error that repeats the previous one, with no successful read
+        in between (a path that stays unreadable), is reported once, not on every poll."""
+        if error:
+            if message == self._last_error:
+                return
+            self._last_error = message
         self.notices.append(TailNotice(self.path, message, error, where))
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
