@@ -192,7 +192,8 @@ def cmd_watch(args) -> int:
         store = CheckpointStore(args.checkpoint or default_checkpoint_path(
             found.state_dir, found.log_path))
     resume = store.load() if store else None
-    sources = SourceSet(state_dir=found.state_dir, log_path=found.log_path, resume=resume)
+    sources = SourceSet(state_dir=found.state_dir, log_path=found.log_path, resume=resume,
+                        rolling_log_dirs=tuple(found.log_dirs) if found.log_is_rolling else ())
     monitor = Monitor(sources, _engine(config))
     try:
         run_live(monitor, lambda records: _emit(records, args.json), seconds=args.seconds,

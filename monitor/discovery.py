@@ -26,6 +26,7 @@ class Discovered:
     gateway_url: str | None
     gateway_token: str | None = field(repr=False, default=None)
     tried: list[str] = field(default_factory=list)
+    log_is_rolling: bool = False
 
     def agent_dirs(self) -> list[tuple[str, str]]:
         """(agent_id, agent dir) for every agent under the state dir."""
@@ -122,7 +123,9 @@ def discover(*, state_dir: str | None = None, profile: str | None = None,
     auth = gateway_config.get("auth") if isinstance(gateway_config.get("auth"), dict) else {}
     token = env.get("OPENCLAW_GATEWAY_TOKEN") or (
         auth.get("token") if isinstance(auth.get("token"), str) else None)
-    return Discovered(resolved_state, config_path, config, log_path, log_dirs, url, token, tried)
+    rolling = not log and not isinstance(logging_config.get("file"), str)
+    return Discovered(resolved_state, config_path, config, log_path, log_dirs, url, token, tried,
+                      rolling)
 
 
 def require_something(found: Discovered) -> None:

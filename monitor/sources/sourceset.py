@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 
+from monitor.discovery import newest_log_in
 from monitor.sources.base import Source
 from monitor.sources.gateway_log import GatewayLogSource
 from monitor.sources.legacy import LegacySessionsSource
@@ -30,9 +31,10 @@ class SourceSet:
     def __init__(self, *, state_dir: str | None = None, log_path: str | None = None,
                  paths: tuple[str, ...] = (), resume: dict | None = None,
                  include_archives: bool = False, replay: bool = False,
-                 log_from_end: bool = False) -> None:
+                 log_from_end: bool = False, rolling_log_dirs: tuple[str, ...] = ()) -> None:
         self.state_dir = state_dir
         self.log_path = log_path
+        self.rolling_log_dirs = rolling_log_dirs
         self.include_archives = include_archives
         self.replay = replay
         self._resume = dict(resume or {})
@@ -92,8 +94,13 @@ class SourceSet:
             self._add(GatewayLogSource(path, include_rotated=self.replay))
 
     def rescan(self) -> None:
-        """Pick up agents (and their databases) created since the last scan."""
+        """Pick up agents (and their databases) created since the last scan, and the
+        gateway's next daily log file when the log was found by its rolling name."""
         self._last_scan = time.monotonic()
+        newest = newest_log_in(list(self.rolling_log_dirs)) if self.rolling_log_dirs else None
+        if newest and f"gateway-log:{os.path.abspath(newest)}" not in self._known:
+            self.log_path = newest
+            self._add(GatewayLogSource(newest))
         if not self.state_dir:
             return
         root = os.path.join(self.state_dir, "agents")
@@ -120,6 +127,7 @@ class SourceSet:
         paths = [self.state_dir] if self.state_dir else []
         paths += [os.path.dirname(os.path.abspath(s.path)) if s.kind == "gateway-log"
                   else s.path for s in self.sources]
+        paths += list(self.rolling_log_dirs)
         return [p for p in paths if p]
 
     def checkpoint(self) -> dict:
