@@ -421,7 +421,9 @@ class DetectionEngine:
         per_tool = line.detector not in ("ping_pong", "argument_churn")
         pattern = (f"gateway:{run_id or ''}:{line.detector}:"
                    f"{line.tool if per_tool else ''}:{line.level}")
-        bucket = max(1, line.count // 10)
+        # Each critical line is a call OpenClaw blocked: report every one (the several lines
+        # logged for one block share its count). Warnings follow OpenClaw's buckets of ten.
+        bucket = line.count if line.level == "critical" else max(1, line.count // 10)
         tool = line.tool
         message = f"OpenClaw {line.detector} {line.level}: {js_trim(notice.message)[:300]}"
         if state is None:

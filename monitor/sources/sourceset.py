@@ -116,10 +116,13 @@ class SourceSet:
     # ----------------------------------------------------------------- running
 
     def poll(self) -> list:
+        """New events of every source; transcripts before the log, so that log lines can be
+        attributed to the sessions and runs they mention."""
         if time.monotonic() - self._last_scan >= RESCAN_SECONDS:
             self.rescan()
         out: list = []
-        for source in list(self.sources):
+        transcripts_first = sorted(self.sources, key=lambda s: s.kind == "gateway-log")
+        for source in transcripts_first:
             out.extend(source.poll())
         return out
 

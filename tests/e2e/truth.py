@@ -174,3 +174,53 @@ def _write_lines(path: Path, texts: Iterable[str]) -> None:
             # One event per line: re-serialize the rare event stored with raw line breaks.
             fh.write((json.dumps(json.loads(text)) if "\n" in text else text) + "\n")
 
+
+
+@dataclass
+class CallEvidence:
+    """One tool call of a transcript and what OpenClaw's loop guard put on its result."""
+
+    index: int
+    call_id: str
+    name: str
+    veto: dict | None = None
+    warning_after: int | None = None
+
+
+WARNING_NOTE = "[System note: Tool-loop warning after "
+
+
+def call_evidence(agent_db: str | Path, session_id: str) -> list[CallEvidence]:
+    """Every tool call of ``session_id`` in order (``index`` 1-based), with its loop evidence.
+
+    ``veto`` is ``details.intervention`` of a result OpenClaw blocked (``deniedReason``
+    ``tool-loop``); ``warning_after`` is N from the ``[System note: Tool-loop warning after N
+    …]`` text part OpenClaw adds to the result of a call it warned about.
+    """
+    calls: list[CallEvidence] = []
+    by_id: dict[str, CallEvidence] = {}
+    with closing(connect_ro(agent_db)) as db:
+        for _seq, text, _compressed in iter_rows(db, session_id):
+            message = json.loads(text).get("message")
+            if not isinstance(message, dict):
+                continue
+            if message.get("role") == "assistant":
+                for part in message.get("content") or []:
+                    if isinstance(part, dict) and part.get("type") == "toolCall":
+                        call = CallEvidence(len(calls) + 1, part.get("id"), part.get("name"))
+                        calls.append(call)
+                        by_id[call.call_id] = call
+            elif message.get("role") == "toolResult" and message.get("toolCallId") in by_id:
+                _add_result_evidence(by_id[message["toolCallId"]], message)
+    return calls
+
+
+def _add_result_evidence(call: CallEvidence, result: dict) -> None:
+    details = result.get("details")
+    if isinstance(details, dict) and details.get("deniedReason") == "tool-loop":
+        call.veto = details.get("intervention") or {}
+    for part in result.get("content") or []:
+        text = part.get("text", "") if isinstance(part, dict) else ""
+        if text.startswith(WARNING_NOTE):
+            count = text[len(WARNING_NOTE):].split(" ", 1)[0]
+            call.warning_after = int(count) if count.isdigit() else -1
