@@ -105,3 +105,47 @@ def test_reset_archive_is_drained_and_not_read_twice(tmp_path):
     sim.close()
     assert len(first) + len(later) == sum(s["tool_calls"] for s in expected) == 12
     assert by_session(monitor.report()["sessions"]) == by_session(expected)
+
+
+LOOP_DETECTORS = {"generic_repeat", "known_poll_no_progress", "ping_pong", "unknown_tool_repeat",
+                  "global_circuit_breaker", "argument_churn", "session_no_progress",
+                  "post_compaction_repeat"}
+
+
+def replay_findings(tmp_path, config_text: str = "") -> dict[str, list[dict]]:
+    config = tmp_path / "clawwatch.yaml"
+    config.write_text(config_text)
+    result = subprocess.run(
+        [sys.executable, "-m", "monitor", "replay", "--state-dir", str(tmp_path / "state"),
+         "--config", str(config), "--json"], capture_output=True, text=True, check=True)
+    return {s["key"].split(":")[-1]: s["findings"] for s in json.loads(result.stdout)["sessions"]}
+
+
+def test_loops_are_found_and_healthy_sessions_are_left_alone(tmp_path):
+    from monitor.sim.session import FakeClock
+
+    simulate(tmp_path, "sqlite", calls=270, clock=FakeClock(tick=1.0))
+    findings = replay_findings(tmp_path)
+    for name in ("hammer", "pingpong", "poll", "rotation", "drift"):
+        levels = {f["level"] for f in findings[name] if f["detector"] in LOOP_DETECTORS}
+        assert "critical" in levels, (name, findings[name])
+    for name in ("healthy", "heavy"):
+        assert findings[name] == [], (name, findings[name])
+    burner = {(f["detector"], f["level"]) for f in findings["burner"]}
+    assert burner and not {d for d, _ in burner} & LOOP_DETECTORS, burner
+    assert ("context_bloat", "warning") in burner
+
+
+def test_budget_findings_only_where_a_budget_is_crossed(tmp_path):
+    from monitor.sim.session import FakeClock
+
+    expected = simulate(tmp_path, "sqlite", calls=270, clock=FakeClock(tick=1.0))
+    burner = next(s for s in expected if s["scenario"] == "burner")
+    budget = burner["tokens"]["total"] // 2
+    assert all(s["tokens"]["total"] < budget * 0.9 for s in expected
+               if s["scenario"] in ("healthy", "hammer"))
+    findings = replay_findings(tmp_path, f"budgets:\n  session_tokens: {budget}\n")
+    levels = [f["level"] for f in findings["burner"] if f["detector"] == "token_budget"]
+    assert levels == ["warning", "critical"]
+    for name in ("healthy", "hammer"):
+        assert not [f for f in findings[name] if f["detector"] == "token_budget"], name
