@@ -20,7 +20,6 @@ from monitor.events import (
     SourceError,
     SourceNotice,
     ToolCall,
-    ToolResult,
     UserMessage,
 )
 from monitor.sources.sourceset import SourceSet
@@ -186,8 +185,6 @@ class Monitor:
                 state.errors += 1
         elif isinstance(event, UserMessage) and event.run_id:
             state.run_id = event.run_id
-        elif isinstance(event, ToolResult):
-            pass
         self._detect(state, event, records)
 
     def _fold_notice(self, notice: GatewayNotice, records: list[dict]) -> None:
