@@ -63,6 +63,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seconds", type=float, help="stop after N seconds")
     demo.add_argument("--legacy", action="store_true", help="write legacy JSONL, not SQLite")
     demo.add_argument("--act", choices=("off", "dry-run", "auto"), help="action mode")
+    demo.add_argument("--theme", help="dashboard theme name")
+
+    stop = commands.add_parser("stop", help="abort a session's active run through the gateway")
+    _add_discovery_flags(stop)
+    stop.add_argument("session_key", metavar="SESSION_KEY")
+    stop.add_argument("--kill", action="store_true", help="also kill the run's exec processes")
+    stop.add_argument("--method", choices=("abort", "stop-text", "cli"),
+                      help="chat.abort (default), a /stop message, or the openclaw CLI")
+    stop.add_argument("--json", action="store_true", help="JSON lines")
+    stop.add_argument("--timeout", type=float, help="seconds per gateway call attempt")
 
     config = commands.add_parser("config", help="configuration tools")
     config_commands = config.add_subparsers(dest="config_command")
@@ -176,6 +186,7 @@ def _print_replay_table(document: dict) -> None:
 
 
 def cmd_watch(args) -> int:
+    from monitor.act.loop import build_action_loop
     from monitor.live import run_live
     from monitor.pipeline import Monitor
     from monitor.sources.checkpoint import CheckpointStore, default_checkpoint_path
@@ -195,34 +206,59 @@ def cmd_watch(args) -> int:
     sources = SourceSet(state_dir=found.state_dir, log_path=found.log_path, resume=resume,
                         rolling_log_dirs=tuple(found.log_dirs) if found.log_is_rolling else ())
     monitor = Monitor(sources, _engine(config))
+    actions = build_action_loop(monitor, found, config, mode=args.act, gateway_url=args.gateway)
     try:
-        run_live(monitor, lambda records: _emit(records, args.json), seconds=args.seconds,
-                 poll_seconds=args.poll, store=store,
+        run_live(monitor, actions.wrap_emit(lambda records: _emit(records, args.json)),
+                 seconds=args.seconds, poll_seconds=args.poll, store=store,
                  catch_up_quietly=resume is None and not args.from_start)
     finally:
+        _emit(actions.close(), args.json)
         sources.close()
     return 0
 
 
 def cmd_demo(args) -> int:
+    if not args.headless:
+        return cmd_dashboard(args)
+    from monitor.act.api import DryRunController
+    from monitor.act.loop import build_action_loop
     from monitor.demo import DemoWorld
     from monitor.live import run_live
     from monitor.pipeline import Monitor
     from monitor.sources.sourceset import SourceSet
 
-    if not args.headless:
-        raise SetupError("clawwatch demo: the dashboard is not built yet; use --headless")
     config = _load_config(args.config)
     world = DemoWorld(era="legacy" if args.legacy else "sqlite").start()
     sources = SourceSet(state_dir=str(world.state_dir), log_path=str(world.log_path))
     monitor = Monitor(sources, _engine(config))
+    actions = build_action_loop(monitor, None, config, mode=args.act,
+                                controller=DryRunController())
     try:
-        run_live(monitor, lambda records: _emit(records, args.json), seconds=args.seconds,
-                 poll_seconds=0.5, catch_up_quietly=False)
+        run_live(monitor, actions.wrap_emit(lambda records: _emit(records, args.json)),
+                 seconds=args.seconds, poll_seconds=0.5, catch_up_quietly=False)
     finally:
+        _emit(actions.close(), args.json)
         sources.close()
         world.close()
     return 0
+
+
+def cmd_dashboard(args) -> int:
+    from monitor.ui import build_app
+
+    config = _load_config(args.config)
+    try:
+        app = build_app(args, config=config)
+    except DiscoveryError as exc:
+        raise SetupError(str(exc)) from None
+    app.run()
+    return app.return_code or 0
+
+
+def cmd_stop(args) -> int:
+    from monitor.act.cli_stop import stop_main
+
+    return stop_main(args)
 
 
 def cmd_config(args) -> int:
@@ -236,13 +272,11 @@ def cmd_config(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"replay": cmd_replay, "watch": cmd_watch, "demo": cmd_demo, "config": cmd_config}
+    handlers = {None: cmd_dashboard, "replay": cmd_replay, "watch": cmd_watch, "demo": cmd_demo,
+                "stop": cmd_stop, "config": cmd_config}
     try:
-        if args.command is None:
-            raise SetupError("clawwatch: the dashboard is not built yet; "
-                             "use `clawwatch watch --headless`")
         if args.command == "watch" and not args.headless:
-            raise SetupError("clawwatch watch: only --headless is available so far")
+            return cmd_dashboard(args)
         return handlers[args.command](args)
     except SetupError as exc:
         print(str(exc), file=sys.stderr)

@@ -233,7 +233,7 @@ class AlertsConfig:
 
 @dataclass(frozen=True)
 class UiConfig:
-    theme: str = "textual-dark"
+    theme: str = "dark"
 
 
 @dataclass(frozen=True)

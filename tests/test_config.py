@@ -101,7 +101,7 @@ def test_file_discovery_order(tmp_path):
     empty_home = tmp_path / "nobody"
     empty_home.mkdir()
     config = load_config(None, env={"HOME": str(empty_home)})
-    assert config.ui.theme == "textual-dark"
+    assert config.ui.theme == "dark"
     assert config.source == "(built-in defaults)"
     with pytest.raises(ConfigError) as missing:
         load_config(None, env={"CLAWWATCH_CONFIG": str(tmp_path / "gone.yaml")})

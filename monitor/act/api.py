@@ -61,3 +61,6 @@ class DryRunController:
 
     def kill(self, session_key: str, *, trigger: str | None = None) -> ActionResult:
         return ActionResult(session_key, "kill", False, "dry run: no process killed", trigger)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,69 @@
+"""The append-only JSONL audit log of every action attempt and result.
+
+One JSON object per line: ``ts`` (ISO 8601), ``event`` (``attempt`` | ``result`` |
+``dry-run`` | ``suppressed``), ``key``, ``action``, ``mode``, ``trigger`` (the finding:
+detector, level, count, message, at_call, or null for a manual action), ``ok``,
+``detail``, ``pids``, ``error``. Each line is written with one ``write`` on an
+``O_APPEND`` descriptor, so concurrent writers never interleave within a line, and the
+file is never truncated or rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from datetime import UTC, datetime
+
+
+def default_audit_path(env=None) -> str:
+    """``$XDG_STATE_HOME/clawwatch/audit.jsonl`` (``~/.local/state/clawwatch/audit.jsonl``)."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "clawwatch", "audit.jsonl")
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class AuditLog:
+    """Appends entries; a failure to write is kept in ``last_error`` (never raised)."""
+
+    def __init__(self, path: str | None = None, *, env=None) -> None:
+        self.path = os.path.abspath(os.path.expanduser(path or default_audit_path(env)))
+        self.last_error: str | None = None
+        self._lock = threading.Lock()
+
+    def append(self, entry: dict) -> bool:
+        line = json.dumps({"ts": now_iso(), **entry}, ensure_ascii=False, default=str) + "\n"
+        data = line.encode("utf-8")
+        with self._lock:
+            try:
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                self.last_error = f"audit log {self.path}: {exc.strerror or exc}"
+                return False
+        return True
+
+    def read(self, limit: int | None = None) -> list[dict]:
+        """The newest ``limit`` entries (all when None), oldest first; bad lines skipped."""
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as handle:
+                lines = handle.readlines()
+        except OSError:
+            return []
+        entries = []
+        for line in lines[-limit:] if limit else lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                entries.append(entry)
+        return entries

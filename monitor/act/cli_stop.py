@@ -1,0 +1,93 @@
+"""``clawwatch stop SESSION_KEY [--kill] [--method abort|stop-text|cli]``.
+
+Exit codes (shared/CONTRACT.md): 0 when the run was aborted or the session was already
+idle (with ``--kill``: and none of its exec processes is left), 1 when that could not be
+done, 2 on bad setup (no gateway URL, unreadable config, no ``openclaw`` CLI for
+``--method cli``). Prints one line: human text, or with ``--json`` the ``action`` record.
+The attempt and its result go to the audit log.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from monitor.act.audit import AuditLog, now_iso
+from monitor.act.controller import GatewayActionController
+from monitor.config import ConfigError, load_config
+from monitor.discovery import discover
+
+METHODS = ("abort", "stop-text", "cli")
+
+
+def stop_main(args, *, out=None, err=None, env=None) -> int:
+    """Run the command for an argparse namespace with ``session_key``, ``kill``, ``method``
+    and the discovery flags (``state_dir``, ``profile``, ``log``, ``gateway``, ``config``);
+    optional: ``json`` (print JSON lines), ``timeout`` (seconds per RPC attempt; 3
+    attempts)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    as_json = bool(getattr(args, "json", False))
+    key = (getattr(args, "session_key", "") or "").strip()
+    if not key:
+        print("clawwatch stop: a SESSION_KEY is required (e.g. agent:main:main)", file=err)
+        return 2
+    try:
+        config = load_config(getattr(args, "config", None), **({"env": env} if env else {}))
+    except ConfigError as exc:
+        print("\n".join(exc.errors), file=err)
+        return 2
+    method = getattr(args, "method", None) or config.actions.stop_method
+    if method not in METHODS:
+        print(f"clawwatch stop: unknown --method {method!r} ({', '.join(METHODS)})", file=err)
+        return 2
+    found = discover(state_dir=getattr(args, "state_dir", None),
+                     profile=getattr(args, "profile", None), log=getattr(args, "log", None),
+                     gateway=getattr(args, "gateway", None), env=env)
+    timeout = getattr(args, "timeout", None)
+    controller = GatewayActionController(found, config, env=env, rpc_timeout=timeout,
+                                         url=getattr(args, "gateway", None))
+    problem = _setup_problem(controller, method, found)
+    if problem:
+        print(f"clawwatch stop: {problem}", file=err)
+        return 2
+    audit = AuditLog(config.actions.audit_log, env=env)
+    action = "kill" if getattr(args, "kill", False) else method
+    base = {"key": key, "action": action, "mode": "manual", "trigger": None}
+    audit.append({"event": "attempt", **base, "method": method})
+    try:
+        if action == "kill":
+            result = controller.kill(key, method=method)
+        else:
+            result = controller.stop(key, method=method)
+    finally:
+        controller.close()
+    audit.append({"event": "result", **base, "method": method, "ok": result.ok,
+                  "detail": result.detail, "pids": list(result.pids),
+                  "error": None if result.ok else result.detail})
+    record = {**result.as_record(), "ts": now_iso()}
+    if as_json:
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if not result.ok:
+            out.write(json.dumps({"type": "error", "ts": record["ts"], "source": "gateway",
+                                  "message": f"stop {key}: {result.detail}"},
+                                 ensure_ascii=False) + "\n")
+    else:
+        verdict = "done" if result.ok else "FAILED"
+        print(f"clawwatch stop {key}: {verdict}: {result.detail}",
+              file=out if result.ok else err)
+    if audit.last_error:
+        print(f"clawwatch stop: warning: {audit.last_error}", file=err)
+    return 0 if result.ok else 1
+
+
+def _setup_problem(controller: GatewayActionController, method: str, found) -> str | None:
+    if method == "cli":
+        if not controller.openclaw_bin:
+            return "--method cli needs the openclaw CLI (set $OPENCLAW_BIN or put it on PATH)"
+        return None
+    if not controller.url:
+        tried = "; ".join(found.tried) or "nothing"
+        return ("no gateway URL: pass --gateway ws://HOST:PORT, set $OPENCLAW_GATEWAY_URL, or "
+                f"point --state-dir at an OpenClaw with gateway.port set (looked at: {tried})")
+    return None

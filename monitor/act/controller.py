@@ -1,0 +1,281 @@
+"""``GatewayActionController``: stop a session's run through the gateway, kill its processes.
+
+* ``stop(key, method=…)``: ``abort`` (``chat.abort``, then ``sessions.abort`` with
+  ``clearQueued`` when the session still has an active run), ``stop-text`` (``chat.send
+  "/stop"``) or ``cli`` (``openclaw gateway call chat.abort``). When the RPC cannot
+  authenticate (token rejected, ``DEVICE_IDENTITY_REQUIRED``) the CLI is used instead.
+  Succeeds when the run was aborted or the session was already idle.
+* ``kill(key)``: killing a child alone only makes the model call again, so: note the
+  session's exec groups, abort the run (which stops new calls and ends the call in
+  flight), then kill every group of the session still alive (backgrounded execs outlive
+  an abort) and verify that none of their processes is left.
+* ``kill_candidates(key)``: the session's exec shells, each with the evidence that it is
+  the session's (see ``monitor.act.evidence``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Mapping
+
+import psutil
+
+from monitor.act import evidence as ev
+from monitor.act import processes as pt
+from monitor.act.api import ActionKind, ActionResult, ProcessInfo
+from monitor.act.cli_call import cli_call, find_openclaw_bin
+from monitor.act.gateway import (
+    GatewayAuthError,
+    GatewayClient,
+    GatewayError,
+    GatewayRpcError,
+    redact,
+)
+from monitor.act.runs import RunTracker
+
+CONFIRM_SECONDS = 2.0
+CLI_TIMEOUT = 30.0
+MAX_SUBSCRIPTIONS = 1000
+
+
+class GatewayActionController:
+    """Performs stop and kill against one gateway (see the module docstring)."""
+
+    def __init__(self, discovered, config=None, *, gateway_pid: int | None = None,
+                 openclaw_bin: str | None = None, client: GatewayClient | None = None,
+                 tracker: RunTracker | None = None, kill_grace: float | None = None,
+                 confirm_seconds: float = CONFIRM_SECONDS, rpc_timeout: float | None = None,
+                 url: str | None = None, env: Mapping[str, str] | None = None) -> None:
+        """``url`` (``--gateway``) beats ``gateway.url`` in the config, which beats the
+        discovered URL; the token is ``$<gateway.token_env>``, else the discovered one."""
+        env = os.environ if env is None else env
+        self.env = env
+        self.discovered = discovered
+        self.config = config
+        self.tracker = tracker or RunTracker()
+        token_env = config.gateway.token_env if config is not None else ""
+        token = (env.get(token_env) if token_env else None) or discovered.gateway_token
+        url = url or (config.gateway.url if config is not None else None) \
+            or discovered.gateway_url
+        self.url, self._token = url, token
+        timeouts = {"connect_timeout": rpc_timeout, "call_timeout": rpc_timeout} \
+            if rpc_timeout else {}
+        self.client = client or GatewayClient(url, token, on_event=self.tracker.feed, **timeouts)
+        pid_text = env.get("OPENCLAW_GATEWAY_PID", "")
+        self.gateway_pid = gateway_pid or (int(pid_text) if pid_text.isdigit() else None)
+        self.openclaw_bin = openclaw_bin or find_openclaw_bin(env)
+        if kill_grace is None:
+            kill_grace = config.actions.kill_grace_seconds if config is not None else 3.0
+        self.kill_grace = kill_grace
+        self.confirm_seconds = confirm_seconds
+        self.listen_error: str | None = None
+        self._stop_listening = threading.Event()
+        self._listener: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ stop
+
+    def start_listening(self) -> None:
+        """Keep a connection open on a daemon thread (reconnecting with backoff, 1–30 s) so
+        ``tracker`` learns run ends and exec output as they happen; stops on an auth failure
+        (``listen_error`` says why) or ``close()``.
+
+        Lifecycle events reach every operator connection, but tool events (exec pids and
+        output tails) only the run's owner and the subscribers of its session: so every
+        session with an active run, and each one whose run starts later, is subscribed to
+        (``sessions.subscribe`` once, then ``sessions.messages.subscribe`` per session; both
+        are needed for ``session.tool`` events)."""
+        if self._listener is not None or not self.url:
+            return
+        self._stop_listening.clear()
+        self._listener = threading.Thread(target=self._listen, name="clawwatch-gateway-events",
+                                          daemon=True)
+        self._listener.start()
+
+    def _listen(self) -> None:
+        delay = 1.0
+        while not self._stop_listening.is_set():
+            try:
+                conn = self.client.connection()
+                self.listen_error, delay = None, 1.0
+                self.tracker.take_new_keys()
+                subscribed: set[str] = set()
+                try:
+                    self.client.call("sessions.subscribe", {}, attempts=1)
+                    active = [row["key"] for row in self.client.sessions_list()
+                              if row.get("hasActiveRun") and row.get("key")]
+                except GatewayRpcError:      # an older gateway: lifecycle events only
+                    active = []
+                self._subscribe(active, subscribed)
+                while not conn.closed and not self._stop_listening.wait(0.2):
+                    self._subscribe(self.tracker.take_new_keys(), subscribed)
+            except GatewayAuthError as exc:
+                self.listen_error = redact(str(exc), self._token)
+                return
+            except GatewayError as exc:
+                self.listen_error = redact(str(exc), self._token)
+            if self._stop_listening.wait(delay):
+                return
+            delay = min(delay * 2, 30.0)
+
+    def _subscribe(self, keys: list[str], subscribed: set[str]) -> None:
+        for key in keys:
+            if key in subscribed or len(subscribed) >= MAX_SUBSCRIPTIONS:
+                continue
+            try:
+                self.client.call("sessions.messages.subscribe", {"key": key}, attempts=1)
+            except GatewayRpcError:
+                continue
+            subscribed.add(key)
+
+    def stop(self, session_key: str, *, method: ActionKind = "abort",
+             trigger: str | None = None) -> ActionResult:
+        started = time.monotonic()
+        note = ""
+        try:
+            payload, via = self._abort(session_key, method)
+        except GatewayAuthError as exc:
+            if method == "cli" or not self.openclaw_bin:
+                return self._failed(session_key, method, trigger, exc)
+            note = f"RPC refused ({redact(str(exc), self._token)[:200]}); via the CLI: "
+            try:
+                payload, via = self._cli_abort(session_key), "openclaw gateway call chat.abort"
+            except GatewayError as cli_exc:
+                return self._failed(session_key, method, trigger, cli_exc, note)
+        except GatewayError as exc:
+            return self._failed(session_key, method, trigger, exc)
+        run_ids = [str(run) for run in payload.get("runIds") or [] if run]
+        if payload.get("abortedRunId"):
+            run_ids.append(str(payload["abortedRunId"]))
+        elapsed = (time.monotonic() - started) * 1000
+        if not run_ids and not payload.get("aborted"):
+            return ActionResult(session_key, method, True,
+                                f"{note}no active run (session idle); {via}, {elapsed:.0f} ms",
+                                trigger)
+        confirmed = ""
+        if method != "cli":
+            ends = self.tracker.wait_run_ends(run_ids, self.confirm_seconds)
+            confirmed = "; " + ", ".join(
+                f"run {run} ended ({_end_text(ends[run])})" if run in ends
+                else f"run {run}: no end event within {self.confirm_seconds:g} s"
+                for run in run_ids)
+        return ActionResult(session_key, method, True,
+                            f"{note}aborted run {', '.join(run_ids) or '?'} via {via} in "
+                            f"{elapsed:.0f} ms{confirmed}", trigger)
+
+    def _abort(self, session_key: str, method: str) -> tuple[dict, str]:
+        if method == "cli":
+            return self._cli_abort(session_key), "openclaw gateway call chat.abort"
+        if method == "stop-text":
+            return self.client.send_stop(session_key), 'chat.send "/stop"'
+        if method not in ("abort", "kill"):
+            raise GatewayError(f"unknown stop method {method!r} (abort, stop-text, cli)")
+        payload = self.client.chat_abort(session_key)
+        if payload.get("aborted"):
+            return payload, "chat.abort"
+        row = self.client.session_row(session_key)
+        if row and row.get("hasActiveRun"):
+            payload = self.client.sessions_abort(session_key, clear_queued=True)
+            if payload.get("abortedRunId") or payload.get("status") == "aborted":
+                return payload, "sessions.abort"
+        return payload, "chat.abort"
+
+    def _cli_abort(self, session_key: str) -> dict:
+        payload = cli_call("chat.abort", {"sessionKey": session_key},
+                           openclaw_bin=self.openclaw_bin, url=self.url, token=self._token,
+                           config_path=self.discovered.openclaw_config_path,
+                           state_dir=self.discovered.state_dir, timeout=CLI_TIMEOUT,
+                           env=self.env)
+        return payload if isinstance(payload, dict) else {}
+
+    def _failed(self, key: str, method: str, trigger: str | None, exc: Exception,
+                note: str = "") -> ActionResult:
+        return ActionResult(key, method, False,
+                            f"{note}could not stop: {redact(str(exc), self._token)}", trigger)
+
+    # ------------------------------------------------------------------ processes
+
+    def gateway_process(self) -> psutil.Process | None:
+        return pt.find_gateway(pid=self.gateway_pid, url=self.url,
+                               state_dir=self.discovered.state_dir)
+
+    def attributed_shells(self, gateway: psutil.Process | None = None
+                          ) -> list[tuple[pt.ExecShell, ev.Attribution | None]]:
+        """Every exec shell of the gateway with the session it is proven to belong to."""
+        gateway = gateway or self.gateway_process()
+        if gateway is None:
+            return []
+        shells = pt.exec_shells(gateway)
+        if not shells:
+            return []
+        state_dir = self.discovered.state_dir
+        calls = ev.recent_exec_calls(state_dir)
+        tasks = ev.running_background_execs(state_dir)
+        reported = self.tracker.exec_pids()
+        return [(shell, ev.attribute(shell, reported=reported, calls=calls, tasks=tasks))
+                for shell in shells]
+
+    def kill_candidates(self, session_key: str) -> list[ProcessInfo]:
+        return [ProcessInfo(shell.pid, shell.create_time, shell.command, owner.session_key,
+                            owner.evidence)
+                for shell, owner in self.attributed_shells()
+                if owner is not None and owner.session_key == session_key]
+
+    def kill(self, session_key: str, *, trigger: str | None = None,
+             method: ActionKind = "abort") -> ActionResult:
+        gateway = self.gateway_process()
+        before = self._owned(session_key, gateway)
+        snapshots = {shell.pid: pt.group_snapshot(shell.pid) for shell in before}
+        stopped = self.stop(session_key, method=method, trigger=trigger)
+        if gateway is None:
+            return ActionResult(session_key, "kill", False,
+                                f"{stopped.detail}; gateway process not found "
+                                "(set $OPENCLAW_GATEWAY_PID), no process killed", trigger)
+        shells = {shell.pid: shell for shell in before}
+        for shell in self._owned(session_key, gateway):
+            shells.setdefault(shell.pid, shell)
+            snapshots.setdefault(shell.pid, pt.group_snapshot(shell.pid))
+        outcomes = []
+        for shell in shells.values():
+            if not pt.is_alive(shell.pid, shell.create_time):
+                continue
+            outcomes.append(pt.kill_shell(shell.pid, shell.create_time, gateway,
+                                          grace=self.kill_grace))
+        leftovers = pt.kill_stragglers([proc for procs in snapshots.values() for proc in procs],
+                                       grace=self.kill_grace)
+        failed = [o for o in outcomes if not o.ok and not o.detail.endswith("is gone")]
+        pids = sorted({pid for procs in snapshots.values() for pid in (p.pid for p in procs)}
+                      | {pid for o in outcomes for pid in o.signalled})
+        killed = sum(1 for o in outcomes if o.ok)
+        parts = [stopped.detail, f"{len(shells)} exec group(s) of the session: "
+                                 f"{len(shells) - len(outcomes)} ended with the run, {killed} "
+                                 "killed by clawwatch"]
+        parts += [o.detail for o in failed]
+        if leftovers:
+            parts.append(f"still alive: {leftovers}")
+        ok = stopped.ok and not failed and not leftovers
+        return ActionResult(session_key, "kill", ok, "; ".join(parts), trigger, tuple(pids))
+
+    def _owned(self, session_key: str, gateway: psutil.Process | None) -> list[pt.ExecShell]:
+        if gateway is None:
+            return []
+        return [shell for shell, owner in self.attributed_shells(gateway)
+                if owner is not None and owner.session_key == session_key]
+
+    def close(self) -> None:
+        self._stop_listening.set()
+        self.client.close()
+        if self._listener is not None:
+            self._listener.join(timeout=2.0)
+            self._listener = None
+
+
+def _end_text(data: dict) -> str:
+    bits = [str(data.get("phase"))]
+    for name in ("status", "stopReason"):
+        if data.get(name):
+            bits.append(f"{name}={data[name]}")
+    if data.get("aborted"):
+        bits.append("aborted")
+    return " ".join(bits)

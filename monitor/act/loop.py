@@ -1,0 +1,106 @@
+"""Actions in the live loop: one object the watch/demo/dashboard loops call each step.
+
+    actions = build_action_loop(monitor, discovered, config, mode=args.act)
+    run_live(monitor, actions.wrap_emit(emit), ...)
+    actions.close()
+
+``process(records)`` (what ``wrap_emit`` calls after emitting a step's records) runs the
+``hung_process`` watcher when it is due, hands every finding to the policy (webhooks,
+actions) and returns the extra records to emit: ``hung_process`` findings, action
+records (dry-run ones at once, performed ones when the worker has finished them; they
+come out with the next step, which follows within the poll interval), and ``error``
+records for failed webhook deliveries. Nothing here waits for the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from monitor.act.audit import AuditLog, now_iso
+from monitor.act.controller import GatewayActionController
+from monitor.act.hung import HungProcessWatcher
+from monitor.act.policy import ActionPolicy
+from monitor.act.webhooks import WebhookNotifier
+
+
+class ActionLoop:
+    def __init__(self, policy: ActionPolicy, *, watcher: HungProcessWatcher | None = None,
+                 notifier: WebhookNotifier | None = None) -> None:
+        self.policy = policy
+        self.watcher = watcher
+        self.notifier = notifier
+        self._listen_error: str | None = None
+
+    def process(self, records: list[dict]) -> list[dict]:
+        extra: list[dict] = []
+        if self.watcher is not None and self.watcher.due():
+            try:
+                findings = self.watcher.scan()
+            except Exception as exc:  # the process table changes under us; never fatal
+                findings = []
+                extra.append(_error("processes", f"process scan failed: {exc}"))
+            for finding in findings:
+                extra.append({"type": "finding", "ts": now_iso(), "key": finding.session_key,
+                              "session_id": finding.session_id, **finding.as_json()})
+        acted = self.policy.handle(records + extra)
+        extra += acted
+        extra += [_error("gateway", f"{record['action']} {record['key']}: {record['detail']}")
+                  for record in acted if not record.get("ok") and not record.get("dry_run")]
+        if self.notifier is not None:
+            extra += [_error("webhook", message) for message in self.notifier.drain_errors()]
+        listen_error = getattr(self.policy.controller, "listen_error", None)
+        if listen_error and listen_error != self._listen_error:
+            extra.append(_error("gateway", f"gateway events unavailable: {listen_error}"))
+        self._listen_error = listen_error
+        if self.policy.audit.last_error:
+            extra.append(_error("audit", self.policy.audit.last_error))
+            self.policy.audit.last_error = None
+        return extra
+
+    def wrap_emit(self, emit: Callable[[list[dict]], None]) -> Callable[[list[dict]], None]:
+        """``emit`` that also emits what ``process`` adds to each batch."""
+        def emit_with_actions(records: list[dict]) -> None:
+            emit(records)
+            extra = self.process(records)
+            if extra:
+                emit(extra)
+        return emit_with_actions
+
+    def close(self, timeout: float = 10.0) -> list[dict]:
+        """Finish running actions and queued webhooks (bounded); returns the last records."""
+        self.policy.close(timeout)
+        last = self.policy.drain()
+        if self.notifier is not None:
+            self.notifier.close()
+        self.policy.controller.close()
+        return last
+
+
+def _error(source: str, message: str) -> dict:
+    return {"type": "error", "ts": now_iso(), "source": source, "message": message}
+
+
+def build_action_loop(monitor, discovered, config, *, mode: str | None = None,
+                      gateway_url: str | None = None, controller=None,
+                      hung_interval: float = 5.0) -> ActionLoop:
+    """The action loop for a live ``Monitor`` (``mode`` is ``--act``, overriding
+    ``actions.mode``; ``gateway_url`` is ``--gateway``). The gateway connection is opened
+    at once and kept open on a background thread (when a gateway is configured), so run
+    ends and exec output are tracked as they happen and the first stop does not pay for
+    the handshake."""
+    controller = controller or GatewayActionController(discovered, config, url=gateway_url)
+    notifier = WebhookNotifier(config.alerts.webhooks) if config.alerts.webhooks else None
+    audit = AuditLog(config.actions.audit_log)
+    policy = ActionPolicy(config, controller, audit=audit, notifier=notifier, mode=mode)
+    watcher = None
+    engine = getattr(monitor, "engine", None)
+    if engine is not None and config.detection.detectors.hung_process \
+            and hasattr(controller, "gateway_process"):
+        watcher = HungProcessWatcher(
+            controller, engine, config, interval=hung_interval,
+            session_id_of=lambda key: getattr(monitor, "key_to_session", {}).get(key))
+    loop = ActionLoop(policy, watcher=watcher, notifier=notifier)
+    if hasattr(controller, "start_listening") and (watcher is not None or policy.mode_override
+                                                   == "auto" or config.actions.mode == "auto"):
+        controller.start_listening()
+    return loop

@@ -1,0 +1,214 @@
+"""The automatic policy: which finding leads to which action, when, and how often.
+
+For each ``finding`` record: the agent's ``actions`` config (``agents.<id>.actions`` over
+the global one) picks an action from ``triggers`` — the first of ``"detector:level"``,
+``"detector"`` (critical findings only), ``"*:level"``, ``"*"`` (critical only) — or, for
+a critical finding with no trigger, ``on_critical``. ``alert`` only alerts (webhooks
+fire on criticals anyway); ``stop`` stops the run with ``stop_method``; ``kill`` kills
+its processes and aborts it.
+
+Modes: ``off`` does nothing; ``dry-run`` writes what it would do (an ``action`` record
+with ``dry_run: true``, ``ok: false``, and an audit entry); ``auto`` acts on a worker
+thread, so the live loop never waits for the gateway. A session is acted on at most
+once per ``cooldown_seconds``; at most ``max_actions_per_hour`` actions are taken in
+any hour (across sessions). What is held back is written to the audit log only.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from monitor.act.audit import AuditLog, now_iso
+from monitor.act.hung import agent_of
+
+LEVELS = ("warning", "critical")
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str          # alert | stop | kill
+    method: str          # abort | stop-text | cli | kill (what the action record says)
+    mode: str            # dry-run | auto
+
+
+def choose_action(actions, detector: str, level: str) -> str | None:
+    """``alert`` | ``stop`` | ``kill`` for a finding, or None (see the module docstring)."""
+    triggers = actions.triggers or {}
+    keys = [f"{detector}:{level}", f"*:{level}"]
+    if level == "critical":
+        keys = [f"{detector}:{level}", detector, f"*:{level}", "*"]
+    for key in keys:
+        if key in triggers:
+            return triggers[key]
+    return actions.on_critical if level == "critical" else None
+
+
+def _finding_summary(record: dict) -> dict:
+    return {name: record.get(name) for name in ("detector", "level", "count", "tool",
+                                                "at_call", "message", "session_id")}
+
+
+class ActionPolicy:
+    """Applies ``config.actions`` to finding records through ``controller``."""
+
+    def __init__(self, config, controller, *, audit: AuditLog | None = None, notifier=None,
+                 mode: str | None = None, clock: Callable[[], float] = time.monotonic,
+                 on_result: Callable[[dict], None] | None = None) -> None:
+        self.config = config
+        self.controller = controller
+        self.audit = audit or AuditLog(config.actions.audit_log)
+        self.notifier = notifier
+        self.mode_override = mode
+        self.clock = clock
+        self.on_result = on_result
+        self._last_action: dict[str, float] = {}
+        self._hour: deque[float] = deque()
+        self._done: list[dict] = []
+        self._lock = threading.Lock()
+        self._jobs: queue.Queue = queue.Queue()
+        self._busy = 0
+        self._idle = threading.Condition(self._lock)
+        self._worker = threading.Thread(target=self._run, name="clawwatch-actions", daemon=True)
+        self._worker.start()
+
+    # ------------------------------------------------------------------ deciding
+
+    def mode_for(self, agent_id: str) -> str:
+        explicit = ((self.config.agents.get(agent_id) or {}).get("actions") or {}).get("mode")
+        if explicit is not None:
+            return "off" if explicit is False else str(explicit)
+        return self.mode_override or self.config.actions.mode
+
+    def decide(self, record: dict) -> Decision | None:
+        if record.get("type") != "finding" or record.get("level") not in LEVELS:
+            return None
+        agent_id = agent_of(str(record.get("key") or ""))
+        mode = self.mode_for(agent_id)
+        if mode not in ("dry-run", "auto"):
+            return None
+        actions = self.config.for_agent(agent_id).actions
+        action = choose_action(actions, str(record.get("detector")), record["level"])
+        if action in (None, "alert"):
+            return None
+        method = "kill" if action == "kill" else actions.stop_method
+        return Decision(action, method, mode)
+
+    def _admit(self, key: str, agent_id: str) -> str | None:
+        """None when an action may run now (and count it), else why not."""
+        actions = self.config.for_agent(agent_id).actions
+        now = self.clock()
+        with self._lock:
+            while self._hour and now - self._hour[0] >= 3600:
+                self._hour.popleft()
+            last = self._last_action.get(key)
+            if last is not None and now - last < actions.cooldown_seconds:
+                return f"cooldown: acted on this session {now - last:.0f} s ago"
+            if len(self._hour) >= actions.max_actions_per_hour:
+                return f"hourly cap reached ({actions.max_actions_per_hour} actions)"
+            self._last_action[key] = now
+            self._hour.append(now)
+        return None
+
+    # ------------------------------------------------------------------ acting
+
+    def handle(self, records: list[dict]) -> list[dict]:
+        """Alert on and act on the findings among ``records``; returns new action records
+        (dry-run ones at once, auto ones as their results come in)."""
+        out: list[dict] = []
+        for record in records:
+            if record.get("type") != "finding":
+                continue
+            if self.notifier is not None:
+                self.notifier.notify(record)
+            decision = self.decide(record)
+            if decision is None:
+                continue
+            key = str(record.get("key") or record.get("session_id") or "")
+            trigger = _finding_summary(record)
+            held = self._admit(key, agent_of(key))
+            base = {"key": key, "action": decision.method, "mode": decision.mode,
+                    "trigger": trigger}
+            if held:
+                self.audit.append({"event": "suppressed", **base, "ok": False, "detail": held})
+                continue
+            if decision.mode == "dry-run":
+                detail = f"dry run: would {decision.action} ({decision.method})"
+                self.audit.append({"event": "dry-run", **base, "ok": False, "detail": detail})
+                out.append(self._record(key, decision.method, record, False, detail, (),
+                                        dry_run=True))
+                continue
+            self.audit.append({"event": "attempt", **base})
+            with self._lock:
+                self._busy += 1
+            self._jobs.put((decision, key, record))
+        return out + self.drain()
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            decision, key, record = job
+            try:
+                self._perform(decision, key, record)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+                    self._idle.notify_all()
+
+    def _perform(self, decision: Decision, key: str, record: dict) -> None:
+        detector = record.get("detector")
+        started = time.monotonic()
+        try:
+            if decision.action == "kill":
+                result = self.controller.kill(key, trigger=detector)
+            else:
+                result = self.controller.stop(key, method=decision.method, trigger=detector)
+            ok, detail, pids, action = result.ok, result.detail, result.pids, result.action
+        except Exception as exc:  # a controller bug must not end the worker
+            ok, detail, pids, action = False, f"internal error: {exc!r}", (), decision.method
+        self.audit.append({"event": "result", "key": key, "action": action,
+                           "mode": decision.mode, "trigger": _finding_summary(record),
+                           "ok": ok, "detail": detail, "pids": list(pids),
+                           "elapsed_ms": round((time.monotonic() - started) * 1000),
+                           "error": None if ok else detail})
+        out = self._record(key, action, record, ok, detail, pids)
+        with self._lock:
+            self._done.append(out)
+        if self.notifier is not None:
+            self.notifier.notify(out)
+        if self.on_result is not None:
+            self.on_result(out)
+
+    @staticmethod
+    def _record(key: str, action: str, finding: dict, ok: bool, detail: str, pids,
+                dry_run: bool = False) -> dict:
+        record = {"type": "action", "ts": now_iso(), "key": key, "action": action,
+                  "trigger": finding.get("detector"), "ok": ok, "detail": detail,
+                  "pids": list(pids), "session_id": finding.get("session_id"),
+                  "level": finding.get("level")}
+        if dry_run:
+            record["dry_run"] = True
+        return record
+
+    def drain(self) -> list[dict]:
+        """Action records finished since the last call."""
+        with self._lock:
+            done, self._done = self._done, []
+        return done
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no action is queued or running; False on time-out."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._busy <= 0, timeout)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Let running actions finish (bounded), then stop the worker."""
+        self.wait_idle(timeout)
+        self._jobs.put(None)
+        self._worker.join(timeout=1.0)

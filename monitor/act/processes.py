@@ -1,0 +1,331 @@
+"""The gateway's exec processes in the process table, and killing them safely (psutil).
+
+Layout (OpenClaw 2026.9.6, verified): the gateway (process title ``openclaw-gateway``)
+→ the spawn broker → one ``bash -c …`` per exec call, a process-group leader whose
+environment has ``OPENCLAW_SHELL=exec`` (inherited by the command's children, which share
+its group). A kill is SIGTERM to that group, a grace period, SIGKILL, and a check that
+every member is gone. Nothing is signalled unless it is proven to be an exec shell in
+the gateway's tree, owned by this user, with the create time it was found with (so a
+reused PID is never hit), and never the gateway, this monitor, or PID 1.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+import psutil
+
+GATEWAY_TITLES = ("openclaw-gateway",)
+EXEC_MARK = ("OPENCLAW_SHELL", "exec")
+_PATH_PREFIX_END = "unset OPENCLAW_PREPEND_PATH; "
+
+
+class KillRefused(Exception):
+    """The process is not provably an exec shell of this gateway; nothing was signalled."""
+
+
+@dataclass(frozen=True)
+class ExecShell:
+    """One exec call's shell (a process-group leader) and what runs in it."""
+
+    pid: int
+    create_time: float
+    command: str
+    member_io: tuple[tuple[int, int], ...] = ()   # (pid, bytes written so far) per member
+
+    @property
+    def member_pids(self) -> tuple[int, ...]:
+        return tuple(pid for pid, _ in self.member_io)
+
+
+@dataclass
+class KillOutcome:
+    pid: int
+    ok: bool
+    detail: str
+    signalled: list[int] = field(default_factory=list)
+
+
+def _environ(proc: psutil.Process) -> dict[str, str]:
+    try:
+        return proc.environ()
+    except (psutil.Error, OSError):
+        return {}
+
+
+def _is_marked(proc: psutil.Process) -> bool:
+    return _environ(proc).get(EXEC_MARK[0]) == EXEC_MARK[1]
+
+
+def is_alive(pid: int, create_time: float) -> bool:
+    """Whether that exact process (not a reuse of its PID) runs and is not a zombie."""
+    try:
+        proc = psutil.Process(pid)
+        return abs(proc.create_time() - create_time) <= 0.05 and _alive(proc)
+    except psutil.Error:
+        return False
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _same_user(proc: psutil.Process) -> bool:
+    try:
+        return proc.uids().real == os.getuid()
+    except psutil.Error:
+        return False
+
+
+# ------------------------------------------------------------------- the gateway
+
+def _title(proc: psutil.Process) -> str:
+    try:
+        argv = proc.cmdline()
+    except psutil.Error:
+        return ""
+    return argv[0] if argv else ""
+
+
+def _listens_on(proc: psutil.Process, port: int) -> bool:
+    try:
+        return any(conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port
+                   for conn in proc.net_connections(kind="tcp"))
+    except (psutil.Error, OSError):
+        return False
+
+
+def find_gateway(*, pid: int | None = None, url: str | None = None,
+                 state_dir: str | None = None) -> psutil.Process | None:
+    """The gateway process: ``pid`` when given (and alive), else the ``openclaw-gateway``
+    process of this user; with several, the one listening on ``url``'s port, else the one
+    whose ``$OPENCLAW_STATE_DIR`` is ``state_dir``."""
+    if pid:
+        try:
+            proc = psutil.Process(pid)
+        except psutil.Error:
+            return None
+        return proc if _alive(proc) else None
+    found = [proc for proc in psutil.process_iter()
+             if _title(proc) in GATEWAY_TITLES and _same_user(proc)]
+    if len(found) <= 1:
+        return found[0] if found else None
+    port = urlparse(url).port if url else None
+    if port:
+        by_port = [proc for proc in found if _listens_on(proc, port)]
+        if len(by_port) == 1:
+            return by_port[0]
+    if state_dir:
+        wanted = os.path.realpath(state_dir)
+        by_dir = [proc for proc in found
+                  if os.path.realpath(_environ(proc).get("OPENCLAW_STATE_DIR", "/-")) == wanted]
+        if len(by_dir) == 1:
+            return by_dir[0]
+    return None
+
+
+# ------------------------------------------------------------------- exec shells
+
+def exec_command(argv: list[str]) -> str:
+    """The exec tool's command from an exec shell's argv.
+
+    The shell runs ``bash -c "<snapshot>; export PATH=…\\neval '<PATH fix>; unset
+    OPENCLAW_PREPEND_PATH; <COMMAND>'"``; the command is the eval'd text after the PATH
+    fix-up. Anything else (a shell that exec'd into its command) is returned joined.
+    """
+    if len(argv) >= 3 and argv[-2] == "-c":
+        script = argv[-1]
+        at = script.rfind("\neval ")
+        if at >= 0:
+            try:
+                words = shlex.split(script[at + 1:])
+            except ValueError:
+                words = []
+            if len(words) == 2 and words[0] == "eval":
+                body = words[1]
+                cut = body.find(_PATH_PREFIX_END)
+                return body[cut + len(_PATH_PREFIX_END):] if cut >= 0 else body
+        return script
+    return " ".join(argv)
+
+
+def _group_of(proc: psutil.Process) -> int | None:
+    try:
+        return os.getpgid(proc.pid)
+    except OSError:
+        return None
+
+
+def _written(proc: psutil.Process) -> int:
+    """Bytes the process has written (any fd: the pipe to the gateway included)."""
+    try:
+        counters = proc.io_counters()
+    except (psutil.Error, OSError, AttributeError):
+        return 0
+    return int(getattr(counters, "write_chars", counters.write_bytes))
+
+
+def exec_shells(gateway: psutil.Process) -> list[ExecShell]:
+    """Every top-level exec shell below the gateway (group leaders with the exec mark whose
+    parent has no mark), with the live members of each."""
+    try:
+        tree = gateway.children(recursive=True)
+    except psutil.Error:
+        return []
+    marked = {proc.pid: proc for proc in tree if _is_marked(proc)}
+    shells = []
+    for proc in marked.values():
+        try:
+            parent = proc.ppid()
+            if _group_of(proc) != proc.pid or parent in marked or not _alive(proc):
+                continue
+            members = [proc, *proc.children(recursive=True)]
+            members += [other for other in tree if other not in members
+                        and _group_of(other) == proc.pid]
+            shells.append(ExecShell(proc.pid, proc.create_time(), exec_command(proc.cmdline()),
+                                    tuple(sorted((m.pid, _written(m)) for m in members
+                                                 if _alive(m)))))
+        except psutil.Error:
+            continue
+    return sorted(shells, key=lambda shell: shell.create_time)
+
+
+# ------------------------------------------------------------------------ killing
+
+def _in_tree(proc: psutil.Process, gateway: psutil.Process) -> bool:
+    try:
+        return any(parent.pid == gateway.pid and parent.create_time() == gateway.create_time()
+                   for parent in proc.parents())
+    except psutil.Error:
+        return False
+
+
+def check_killable(pid: int, create_time: float, gateway: psutil.Process) -> psutil.Process:
+    """The process to kill, or ``KillRefused`` saying why it may not be touched."""
+    protected = {0, 1, os.getpid(), os.getppid(), gateway.pid}
+    if pid in protected:
+        raise KillRefused(f"pid {pid} is protected (PID 1, the gateway or this monitor)")
+    try:
+        proc = psutil.Process(pid)
+        started = proc.create_time()
+    except psutil.NoSuchProcess:
+        raise KillRefused(f"pid {pid} is gone") from None
+    except psutil.Error as exc:
+        raise KillRefused(f"pid {pid}: {exc}") from None
+    if not _alive(proc):
+        raise KillRefused(f"pid {pid} is gone")
+    if abs(started - create_time) > 0.05:
+        raise KillRefused(f"pid {pid} was reused (created {started:.2f}, expected "
+                          f"{create_time:.2f})")
+    if not _same_user(proc):
+        raise KillRefused(f"pid {pid} belongs to another user")
+    if not gateway.is_running() or not _in_tree(proc, gateway):
+        raise KillRefused(f"pid {pid} is not in the gateway's process tree")
+    group = _group_of(proc)
+    if group != pid:
+        raise KillRefused(f"pid {pid} does not lead its own process group")
+    if group in (_group_of(gateway), os.getpgid(0)):
+        raise KillRefused(f"pid {pid} shares a process group with the gateway or the monitor")
+    if not _is_marked(proc):
+        raise KillRefused(f"pid {pid} is not an exec shell (no OPENCLAW_SHELL=exec)")
+    return proc
+
+
+def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = [proc for proc in procs if _alive(proc)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def _group_members(pgid: int) -> list[psutil.Process]:
+    members = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid and _alive(proc):
+                members.append(proc)
+        except (OSError, psutil.Error):
+            continue
+    return members
+
+
+def kill_shell(pid: int, create_time: float, gateway: psutil.Process, *,
+               grace: float = 3.0) -> KillOutcome:
+    """SIGTERM the shell's group (and its descendants in other groups), SIGKILL what is left
+    after ``grace`` seconds, and verify that nothing of it is alive."""
+    try:
+        leader = check_killable(pid, create_time, gateway)
+        members = [leader, *leader.children(recursive=True)]
+    except KillRefused as exc:
+        return KillOutcome(pid, False, f"refused: {exc}")
+    except psutil.Error as exc:
+        return KillOutcome(pid, False, f"refused: pid {pid}: {exc}")
+    members += [proc for proc in _group_members(pid) if proc not in members]
+    signalled = sorted(proc.pid for proc in members)
+    _signal_all(pid, members, signal.SIGTERM)
+    alive = _wait_gone(members, grace)
+    escalated = bool(alive)
+    if alive:
+        _signal_all(pid, alive, signal.SIGKILL)
+        alive = _wait_gone(alive, 2.0)
+    alive += [proc for proc in _group_members(pid) if proc not in alive]
+    if alive:
+        return KillOutcome(pid, False, f"still alive after SIGKILL: "
+                                       f"{sorted(proc.pid for proc in alive)}", signalled)
+    how = "SIGTERM, then SIGKILL" if escalated else "SIGTERM"
+    return KillOutcome(pid, True, f"killed group {pid} ({len(signalled)} processes, {how})",
+                       signalled)
+
+
+def _signal_all(pgid: int, procs: list[psutil.Process], signum: int) -> None:
+    """Signal the group (only while one of ``procs`` still belongs to it, so a group id
+    that was freed and reused is never hit) and every one of ``procs`` by itself."""
+    if any(_alive(proc) and _group_of(proc) == pgid for proc in procs):
+        try:
+            os.killpg(pgid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for proc in procs:
+        try:
+            proc.send_signal(signum)
+        except psutil.Error:
+            continue
+
+
+def group_snapshot(pid: int) -> list[psutil.Process]:
+    """The shell ``pid``'s descendants and every live process in its group, as psutil
+    objects (they remember their create time, so signalling them later cannot hit a
+    reused PID)."""
+    try:
+        leader = psutil.Process(pid)
+        members = [leader, *leader.children(recursive=True)]
+    except psutil.Error:
+        members = []
+    return members + [proc for proc in _group_members(pid) if proc not in members]
+
+
+def kill_stragglers(procs: list[psutil.Process], *, grace: float = 3.0) -> list[int]:
+    """SIGTERM, then SIGKILL, processes already proven to belong to a killed exec group
+    (``group_snapshot``); returns the pids still alive afterwards."""
+    alive = [proc for proc in procs if _alive(proc) and _same_user(proc)
+             and proc.pid not in (0, 1, os.getpid())]
+    for signum, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
+        for proc in alive:
+            try:
+                proc.send_signal(signum)
+            except psutil.Error:
+                continue
+        alive = _wait_gone(alive, wait)
+        if not alive:
+            break
+    return sorted(proc.pid for proc in alive)

@@ -1,0 +1,539 @@
+"""An immutable picture of everything the dashboard shows, built from a ``Monitor``.
+
+Headless (no textual, no rich): the dashboard's ingest thread owns a
+``SnapshotBuilder``, folds each ``Monitor.step()`` into it and hands the
+frozen ``Snapshot`` to the UI, which only renders it. Time comes from an
+injected clock, so the same data and clock give the same snapshot.
+
+``SnapshotFeed`` sits between the ``SourceSet`` and the ``Monitor``: it keeps
+the gateway-log tail and the per-session tool-call timelines (the pipeline
+hands neither over), and releases a large backlog in slices so the board
+fills progressively during the first scan instead of freezing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from monitor.detect.findings import LEVEL_RANK, Finding
+from monitor.detect.status import BurnStatus, PingPongPair, StreakStatus
+from monitor.events import AssistantMessage, GatewayNotice, ToolCall, ToolResult
+
+STATES = ("running", "idle", "stalled", "looping", "stopped", "done")
+LOOP_DETECTORS = frozenset({
+    "generic_repeat", "known_poll_no_progress", "ping_pong", "unknown_tool_repeat",
+    "global_circuit_breaker", "argument_churn", "session_no_progress",
+    "post_compaction_repeat", "gateway_loop_notice", "iteration_budget"})
+FINISHED = {"done": "done", "failed": "done", "timeout": "done",
+            "killed": "stopped", "interrupted": "stopped"}
+IDLE_AFTER_SECONDS = 30.0       # no event for this long: idle (or stalled while a run is active)
+STALL_AFTER_SECONDS = 120.0     # a run the index calls active, silent this long: stalled
+CURRENT_CALLS = 12              # a loop finding within this many calls is still current
+CURRENT_SECONDS = 300.0         # … as is any finding this recent (relative to the last event)
+SLICE_EVENTS = 4000             # events released per step while a backlog drains
+LOG_LINES = 1000
+ALERTS_KEPT = 1000
+TIMELINE_CALLS = 200
+TOP_BURNERS = 3
+ARGS_CHARS = 400
+OUTCOME_CHARS = 120
+
+_SECRET_KEY = re.compile(r"(?i)(token|secret|passw|pwd|api[_-]?key|apikey|auth|cookie|"
+                         r"credential|private[_-]?key|session[_-]?key)")
+_SECRET_TEXT = [(re.compile(pattern), replacement) for pattern, replacement in (
+    (r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}", r"\1 «redacted»"),
+    (r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{10,}", "«redacted»"),
+    (r"\bgh[pousr]_[A-Za-z0-9]{16,}", "«redacted»"),
+    (r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "«redacted»"),
+    (r"\bAKIA[0-9A-Z]{16}\b", "«redacted»"),
+    (r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", "«redacted»"),
+    (r"(?i)((?:api[_-]?key|token|secret|password|passwd|pwd)[\"']?\s*[=:]\s*[\"']?)"
+     r"[^\s\"'&,;]+", r"\1«redacted»"),
+    (r"(?i)(--(?:token|password|secret|api-key|apikey)[= ])\S+", r"\1«redacted»"),
+    (r"(://[^/\s:@]+:)[^@\s/]+@", r"\1«redacted»@"),
+)]
+REDACTED = "«redacted»"
+
+
+def redact_text(text: str) -> str:
+    """``text`` with bearer tokens, API keys, passwords and URL credentials masked."""
+    for pattern, replacement in _SECRET_TEXT:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def redact(value: Any) -> Any:
+    """A copy of ``value`` (JSON-like) with secret-named keys and secret-looking text masked."""
+    if isinstance(value, dict):
+        return {k: REDACTED if isinstance(k, str) and _SECRET_KEY.search(k)
+                and not isinstance(v, (dict, list)) else redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    if isinstance(value, str):
+        return redact_text(value)
+    return value
+
+
+def format_arguments(arguments: Any) -> str:
+    """Tool arguments as ``key=value, …`` (strings bare, the rest as JSON)."""
+
+    def value(item: Any) -> str:
+        if isinstance(item, str):
+            return item
+        try:
+            return json.dumps(item, ensure_ascii=False, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            return str(item)
+
+    if isinstance(arguments, dict):
+        return ", ".join(f"{k}={value(v)}" for k, v in arguments.items())
+    return value(arguments)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ------------------------------------------------------------------ the picture
+
+
+@dataclass(frozen=True, slots=True)
+class BoardRow:
+    session_id: str
+    key: str
+    label: str
+    agent: str
+    model: str
+    state: str
+    tool_calls: int
+    tokens_in: int
+    tokens_out: int
+    burn_per_minute: float
+    budget_percent: float | None
+    worst_detector: str | None
+    worst_level: str | None
+    worst_count: int
+    last_ts: float | None
+    idle_seconds: float | None
+    alerts: int
+
+
+@dataclass(frozen=True, slots=True)
+class AlertEntry:
+    """A finding, an action or a source error, numbered in arrival order (``seq``)."""
+
+    seq: int
+    ts: float | None
+    kind: str                   # finding | action
+    level: str                  # warning | critical | action
+    session_key: str
+    session_id: str
+    detector: str
+    count: int
+    tool: str | None
+    message: str
+    history: bool = False       # read during the first scan: never rings the bell
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    seq: int
+    ts: float | None
+    level: str
+    subsystem: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    index: int
+    ts: float | None
+    tool: str
+    arguments: str
+    outcome: str
+    exit_code: int | None
+    is_error: bool
+    repeats: bool
+    marks: tuple[tuple[str, str], ...]
+    tokens_in: int | None
+    tokens_out: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class BurnLine:
+    session_id: str
+    label: str
+    rate: float
+    series: tuple[float, ...]
+    total: int
+    budget: int | None
+    percent: float | None
+    eta_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class FocusDetail:
+    """What the side panes and the detail screen show for the selected session."""
+
+    session_id: str
+    label: str
+    streaks: tuple[StreakStatus, ...]
+    pairs: tuple[PingPongPair, ...]
+    burn: BurnLine
+    timeline: tuple[TimelineEntry, ...]
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLine:
+    label: str
+    ok: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    seq: int
+    taken_at: float
+    rows: tuple[BoardRow, ...] = ()
+    focus: FocusDetail | None = None
+    top_burners: tuple[BurnLine, ...] = ()
+    alerts: tuple[AlertEntry, ...] = ()
+    log: tuple[LogLine, ...] = ()
+    sources: tuple[SourceLine, ...] = ()
+    scanning: bool = True
+    scan_done: int = 0
+    scan_total: int = 0
+    events: int = 0
+
+    def row(self, session_id: str | None) -> BoardRow | None:
+        return next((r for r in self.rows if r.session_id == session_id), None)
+
+
+# ------------------------------------------------------------------ the feed
+
+
+class _Call:
+    __slots__ = ("arguments", "exit_code", "index", "is_error", "key", "outcome", "repeats",
+                 "tokens_in", "tokens_out", "tool", "ts")
+
+    def __init__(self, index: int, event: ToolCall, usage: tuple[int, int] | None) -> None:
+        self.index, self.ts, self.tool = index, event.ts, event.name
+        self.arguments = _clip(format_arguments(redact(event.arguments)), ARGS_CHARS)
+        self.outcome, self.exit_code, self.is_error = "…", None, False
+        self.repeats, self.key = False, ""
+        self.tokens_in, self.tokens_out = usage if usage else (None, None)
+
+    def freeze(self, marks: tuple[tuple[str, str], ...]) -> TimelineEntry:
+        return TimelineEntry(self.index, self.ts, self.tool, self.arguments, self.outcome,
+                             self.exit_code, self.is_error, self.repeats, marks,
+                             self.tokens_in, self.tokens_out)
+
+
+class _Timeline:
+    __slots__ = ("calls", "count", "pending", "usage")
+
+    def __init__(self) -> None:
+        self.calls: deque[_Call] = deque(maxlen=TIMELINE_CALLS)
+        self.pending: dict[str, _Call] = {}
+        self.count = 0
+        self.usage: tuple[int, int] | None = None
+
+
+class SnapshotFeed:
+    """Wraps a ``SourceSet`` (``Monitor.sources``), recording what the snapshot needs.
+
+    ``poll()`` hands events on in slices of at most ``slice_events``; ``backlog``
+    says how many read events still wait, ``released`` how many went through.
+    """
+
+    def __init__(self, sources, outcome_key: Callable[[ToolResult, _Call], str] | None = None,
+                 *, slice_events: int = SLICE_EVENTS) -> None:
+        self.inner = sources
+        self.slice_events = slice_events
+        self.log: deque[LogLine] = deque(maxlen=LOG_LINES)
+        self.timelines: dict[str, _Timeline] = {}
+        self.outcome_key = outcome_key
+        self.pending: deque = deque()
+        self.read = 0
+        self.released = 0
+        self._log_seq = 0
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    @property
+    def backlog(self) -> int:
+        return len(self.pending)
+
+    def poll(self) -> list:
+        if not self.pending:
+            fresh = self.inner.poll()
+            self.read += len(fresh)
+            self.pending.extend(fresh)
+        count = min(len(self.pending), self.slice_events)
+        out = [self.pending.popleft() for _ in range(count)]
+        self.released += count
+        for event in out:
+            self._record(event)
+        return out
+
+    def _record(self, event) -> None:
+        if isinstance(event, GatewayNotice):
+            self._log_seq += 1
+            self.log.append(LogLine(self._log_seq, event.ts, (event.level or "?").upper(),
+                                    event.subsystem or "", redact_text(event.message)))
+        elif isinstance(event, ToolCall):
+            line = self.timelines.setdefault(event.session_id, _Timeline())
+            line.count += 1
+            call = _Call(line.count, event, line.usage)
+            line.usage = None
+            line.calls.append(call)
+            line.pending[event.call_id] = call
+            if len(line.pending) > TIMELINE_CALLS:
+                line.pending.pop(next(iter(line.pending)))
+        elif isinstance(event, AssistantMessage):
+            line = self.timelines.setdefault(event.session_id, _Timeline())
+            line.usage = (event.usage.input, event.usage.output)
+        elif isinstance(event, ToolResult):
+            line = self.timelines.get(event.session_id)
+            call = line.pending.pop(event.call_id, None) if line else None
+            if call is not None:
+                self._fill(line, call, event)
+
+    def _fill(self, line: _Timeline, call: _Call, result: ToolResult) -> None:
+        details = result.details if isinstance(result.details, dict) else {}
+        code = details.get("exitCode")
+        call.exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+        call.is_error = result.is_error
+        text = result.text or str(details.get("aggregated") or details.get("status") or "")
+        call.outcome = _clip(redact_text(text), OUTCOME_CHARS) or "(empty)"
+        call.key = (self.outcome_key(result, call) if self.outcome_key
+                    else hashlib.sha1(f"{call.tool}\0{call.arguments}\0{text}".encode(
+                        "utf-8", "replace")).hexdigest())
+        call.repeats = any(c.key == call.key for c in line.calls if c is not call and c.key)
+
+
+# ------------------------------------------------------------------ the builder
+
+
+def _worst(findings: Iterable[Finding]) -> Finding | None:
+    return max(findings, key=lambda f: (LEVEL_RANK.get(f.level, 0), f.ts or 0, f.count),
+               default=None)
+
+
+class SnapshotBuilder:
+    """Folds monitor output records into alerts and builds ``Snapshot``s on demand.
+
+    ``expected`` names the inputs the dashboard was pointed at as ``(label, path,
+    hint)``; one that is missing shows in the status line with its hint.
+    """
+
+    def __init__(self, monitor, clock: Callable[[], float], *,
+                 expected: Iterable[tuple[str, str | None, str]] = ()) -> None:
+        self.monitor = monitor
+        self.clock = clock
+        self.expected = tuple(expected)
+        engine = monitor.engine
+        self.feed = SnapshotFeed(monitor.sources, self._outcome_key if engine else None)
+        monitor.sources = self.feed
+        self.alerts: deque[AlertEntry] = deque(maxlen=ALERTS_KEPT)
+        self.focus: str | None = None
+        self.scanning = True
+        self.watch_error: str | None = None
+        self._alert_seq = 0
+        self._seq = 0
+        self._errors: dict[str, tuple[int, str]] = {}
+        self._notices: dict[str, str] = {}
+        self._rows: dict[str, tuple[tuple, BoardRow, list[Finding]]] = {}
+
+    # ------------------------------------------------------------- folding
+
+    def _outcome_key(self, result: ToolResult, call: _Call) -> str:
+        from monitor.detect.normalise import outcome_key
+
+        state = self.monitor.sessions.get(result.session_id)
+        settings = self.monitor.engine.settings_for(state.agent_id if state else "")
+        return outcome_key(settings.normaliser, call.tool, call.arguments,
+                           is_error=result.is_error, details=result.details, text=result.text)
+
+    def absorb(self, records: Iterable[dict]) -> list[AlertEntry]:
+        """Fold one step's output records; return the alerts they added."""
+        added = []
+        for record in records:
+            kind = record.get("type")
+            if kind == "finding":
+                added.append(self._alert("finding", record["level"], record.get("key") or "",
+                                         record.get("session_id") or "", record["detector"],
+                                         record.get("count") or 0, record.get("tool"),
+                                         record.get("message") or "", None))
+            elif kind == "action":
+                added.append(self._alert("action", "action", record.get("key") or "", "",
+                                         record.get("action") or "action", 0, None,
+                                         f"{'ok' if record.get('ok') else 'FAILED'}: "
+                                         f"{record.get('detail') or ''}", None))
+            elif kind == "error":
+                count, _ = self._errors.get(record.get("path") or "", (0, ""))
+                self._errors[record.get("path") or ""] = (
+                    count + 1, f"{record.get('where') or ''} {record.get('message') or ''}")
+            elif kind == "notice":
+                self._notices[record.get("path") or ""] = record.get("message") or ""
+        return added
+
+    def _alert(self, kind, level, key, session_id, detector, count, tool, message, ts,
+               history=False) -> AlertEntry:
+        self._alert_seq += 1
+        entry = AlertEntry(self._alert_seq, ts if ts is not None else self.clock(), kind,
+                           level, key, session_id, detector, count, tool, message, history)
+        self.alerts.append(entry)
+        return entry
+
+    def finish_scan(self) -> None:
+        """The first scan is over: its findings become history alerts (they never ring)."""
+        found = [(f, s) for s in self.monitor.sessions.values() for f in s.findings]
+        found.sort(key=lambda pair: (pair[0].ts or 0, pair[1].key))
+        for finding, state in found[-ALERTS_KEPT:]:
+            self._alert("finding", finding.level, state.key or finding.session_key,
+                        state.session_id, finding.detector, finding.count, finding.tool,
+                        finding.message, finding.ts, history=True)
+        self.scanning = False
+
+    # ------------------------------------------------------------- building
+
+    def build(self) -> Snapshot:
+        self._seq += 1
+        now = self.clock()
+        rows = tuple(self._row(s, now) for s in self.monitor.sessions.values()
+                     if s.key or s.tool_calls or s.assistant_messages)
+        burners = sorted((r for r in rows if r.burn_per_minute > 0),
+                         key=lambda r: (-r.burn_per_minute, r.key))[:TOP_BURNERS]
+        feed = self.feed
+        return Snapshot(
+            seq=self._seq, taken_at=now, rows=rows, focus=self._focus(),
+            top_burners=tuple(self._burn_line(r.session_id, r.label) for r in burners),
+            alerts=tuple(self.alerts), log=tuple(feed.log), sources=self._sources(),
+            scanning=self.scanning, scan_done=feed.released, scan_total=feed.read,
+            events=feed.released)
+
+    def _burn(self, session_id: str) -> BurnStatus | None:
+        engine = self.monitor.engine
+        return engine.burn(session_id) if engine is not None else None
+
+    def _row(self, state, now: float) -> BoardRow:
+        """The board row of ``state``; unchanged sessions reuse their previous row (only
+        the whole-second idle time and the state that depends on it are refreshed)."""
+        idle = None if state.last_ts is None else float(int(max(0.0, now - state.last_ts)))
+        version = (state.tool_calls, state.assistant_messages, len(state.findings),
+                   state.last_ts, state.status, state.key, state.label, state.model,
+                   state.aborted_last_run, state.agent_id, state.tokens_input)
+        cached = self._rows.get(state.session_id)
+        if cached is not None and cached[0] == version:
+            _, row, current = cached
+            if row.idle_seconds != idle:
+                row = replace(row, idle_seconds=idle,
+                              state=self._state_of(state, current, idle))
+                self._rows[state.session_id] = (version, row, current)
+            return row
+        current = self._current_findings(state)
+        worst = _worst(current)
+        burn = self._burn(state.session_id)
+        row = BoardRow(
+            session_id=state.session_id, key=state.key or state.session_id,
+            label=state.label or state.key or state.session_id[:8], agent=state.agent_id,
+            model=state.model or "", state=self._state_of(state, current, idle),
+            tool_calls=state.tool_calls, tokens_in=state.tokens_input,
+            tokens_out=state.tokens_output,
+            burn_per_minute=burn.tokens_per_minute if burn else 0.0,
+            budget_percent=burn.percent if burn else None,
+            worst_detector=worst.detector if worst else None,
+            worst_level=worst.level if worst else None, worst_count=worst.count if worst else 0,
+            last_ts=state.last_ts, idle_seconds=idle, alerts=len(state.findings))
+        self._rows[state.session_id] = (version, row, current)
+        return row
+
+    @staticmethod
+    def _current_findings(state) -> list[Finding]:
+        out = []
+        for finding in state.findings:
+            recent_call = finding.at_call > 0 and state.tool_calls - finding.at_call \
+                < CURRENT_CALLS
+            recent_time = finding.ts is not None and state.last_ts is not None \
+                and state.last_ts - finding.ts <= CURRENT_SECONDS
+            if recent_call or recent_time or finding.detector == "token_budget":
+                out.append(finding)
+        return out
+
+    @staticmethod
+    def _state_of(state, current: list[Finding], idle: float | None) -> str:
+        if state.status in FINISHED:
+            return FINISHED[state.status]
+        if state.aborted_last_run and state.status != "running":
+            return "stopped"
+        if any(f.detector in LOOP_DETECTORS for f in current):
+            return "looping"
+        if idle is None or idle <= IDLE_AFTER_SECONDS:
+            return "running"
+        if state.status == "running":
+            return "stalled" if idle > STALL_AFTER_SECONDS else "running"
+        return "idle"
+
+    def _burn_line(self, session_id: str, label: str) -> BurnLine:
+        burn = self._burn(session_id)
+        if burn is None:
+            return BurnLine(session_id, label, 0.0, (), 0, None, None, None)
+        return BurnLine(session_id, label, burn.tokens_per_minute,
+                        tuple(rate for _, rate in burn.series), burn.total_tokens, burn.budget,
+                        burn.percent, burn.eta_seconds)
+
+    def _focus(self) -> FocusDetail | None:
+        state = self.monitor.sessions.get(self.focus) if self.focus else None
+        if state is None:
+            return None
+        engine = self.monitor.engine
+        sid = state.session_id
+        marks: dict[int, list[tuple[str, str]]] = {}
+        for finding in state.findings:
+            if finding.at_call:
+                marks.setdefault(finding.at_call, []).append((finding.detector, finding.level))
+        line = self.feed.timelines.get(sid)
+        timeline = tuple(c.freeze(tuple(marks.get(c.index, ()))) for c in line.calls) \
+            if line else ()
+        label = state.label or state.key or sid[:8]
+        return FocusDetail(
+            session_id=sid, label=label,
+            streaks=tuple(engine.streaks(sid)) if engine else (),
+            pairs=tuple(engine.pingpong_pairs(sid)) if engine else (),
+            burn=self._burn_line(sid, label), timeline=timeline,
+            findings=tuple(state.findings[-50:]))
+
+    def _sources(self) -> tuple[SourceLine, ...]:
+        lines: list[SourceLine] = []
+        summaries = self.feed.summaries()
+        for label, path, hint in self.expected:
+            if not path:
+                lines.append(SourceLine(label, False, f"{label}: not found — {hint}"))
+            elif not os.path.exists(path):
+                lines.append(SourceLine(label, False, f"{label}: missing {path} — {hint}"))
+        for summary in summaries:
+            path = summary["path"]
+            name = summary["kind"] if summary["kind"] != "gateway-log" else "gateway log"
+            errors, last = self._errors.get(path, (summary["errors"], ""))
+            text = f"{name} {os.path.basename(path)}: {summary['events']:,} events"
+            notice = self._notices.get(path, "")
+            if errors:
+                text += f", {errors} unreadable ({_clip(last, 80)})"
+            elif notice and ("removed" in notice or "waiting" in notice):
+                text += f" ({notice})"
+            lines.append(SourceLine(name, not errors, text))
+        if self.watch_error:
+            lines.append(SourceLine("watch", False, self.watch_error))
+        return tuple(lines)
+

@@ -1,0 +1,341 @@
+"""``ClawwatchApp``: the dashboard.
+
+One rule for state: the ingest thread (``IngestLoop``) only posts
+``SnapshotReady``; the handlers here own everything else (view state,
+acknowledgements, the bell) and re-render the panes from the snapshot on
+display. Panes never talk to each other. Actions run the controller in
+short thread workers and come back as messages.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Header, Input
+from textual.worker import Worker, WorkerState
+
+from monitor.act.api import ActionController, ActionResult
+from monitor.config import Config
+from monitor.snapshot import Snapshot
+from monitor.ui.actions import AlertsAndActions
+from monitor.ui.alerting import AlertBook
+from monitor.ui.ingest import IngestLoop
+from monitor.ui.messages import SnapshotReady
+from monitor.ui.panes.alerts import AlertsPane
+from monitor.ui.panes.board import COLUMN_SORT, SessionsBoard
+from monitor.ui.panes.gatewaylog import GatewayLogPane, LogView
+from monitor.ui.panes.rows import RowsView
+from monitor.ui.panes.side import BurnPane, PingPongPane, StreaksPane
+from monitor.ui.panes.status import StatusLine
+from monitor.ui.screens.detail import DetailScreen
+from monitor.ui.screens.dialogs import HelpScreen
+from monitor.ui.style import Palette
+from monitor.ui.themes import DEFAULT_THEME, load_themes
+from monitor.ui.view import ALERT_FILTERS, BOARD_FILTERS, LOG_FILTERS, SORTS, ViewState, cycle
+
+MAIN_SCREEN_ACTIONS = frozenset({"search", "next_match", "previous_match", "clear_search",
+                                 "filter", "sort", "detail"})
+
+
+class ClawwatchApp(AlertsAndActions, App):
+    CSS_PATH = "app.tcss"
+    TITLE = "clawwatch"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("s", "stop", "Stop"),
+        Binding("K", "kill", "Kill"),
+        Binding("a", "ack", "Ack"),
+        Binding("A", "ack_all", "Ack all", show=False),
+        Binding("m", "mute", "Mute"),
+        Binding("slash", "search", "Search"),
+        Binding("n", "next_match", "Next match", show=False),
+        Binding("N", "previous_match", "Previous match", show=False),
+        Binding("escape", "clear_search", "Clear search", show=False),
+        Binding("f", "filter", "Filter"),
+        Binding("o", "sort", "Sort", show=False),
+        Binding("t", "next_theme", "Theme"),
+        Binding("p", "pause", "Pause"),
+    ]
+
+    def __init__(self, monitor_factory: Callable[[], object], controller: ActionController,
+                 config: Config, *, theme: str | None = None,
+                 clock: Callable[[], float] = time.time, sub_title: str = "",
+                 expected: Iterable[tuple[str, str | None, str]] = (),
+                 poll_seconds: float = 0.5, themes_directory: Path | None = None,
+                 on_close: Iterable[Callable[[], None]] = (),
+                 terminal_notifications: bool | None = None) -> None:
+        super().__init__()
+        self.controller = controller
+        self.config = config
+        self.clock = clock
+        self.sub_title = sub_title
+        self.requested_theme = theme or DEFAULT_THEME
+        self.themes_directory = themes_directory
+        self.on_close = list(on_close)
+        self.terminal_notifications = terminal_notifications if terminal_notifications \
+            is not None else config.alerts.desktop_notifications
+        self.view = ViewState()
+        self.book = AlertBook(clock, bell=config.alerts.bell,
+                              repeat_seconds=config.alerts.bell_repeat_seconds)
+        self.ingest = IngestLoop(monitor_factory, clock,
+                                 lambda snapshot: self.post_message(SnapshotReady(snapshot)),
+                                 poll_seconds=poll_seconds, expected=expected)
+        self.latest = Snapshot(seq=0, taken_at=clock())
+        self.displayed = self.latest
+        self.theme_names: list[str] = []
+        self.theme_errors: list[str] = []
+        self.actions: list[ActionResult] = []
+        self.palette = Palette({})
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield StatusLine(id="status")
+        yield SessionsBoard(id="board")
+        with Horizontal(id="side"):
+            yield StreaksPane(id="streaks")
+            with Vertical(id="side-right"):
+                yield BurnPane(id="burn")
+                yield PingPongPane(id="pingpong")
+        with Horizontal(id="bottom"):
+            yield AlertsPane(self.book, id="alerts")
+            yield GatewayLogPane(id="gateway-log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._load_themes()
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+        self.palette = Palette(self.get_css_variables())
+        self.query_one(SessionsBoard).focus()
+        self.run_worker(self.ingest.run, thread=True, group="ingest", exit_on_error=False,
+                        description="poll sources, build snapshots")
+        self.set_interval(1.0, self.repeat_bell)
+        self.refresh_panes()
+
+    def _load_themes(self) -> None:
+        themes, errors = load_themes(self.themes_directory)
+        for theme in themes:
+            self.register_theme(theme)
+        self.theme_names = [t.name for t in themes]
+        wanted = self.requested_theme
+        if wanted not in self.available_themes:
+            errors.append(f"theme {wanted!r} not found (have: {', '.join(self.theme_names)});"
+                          f" using {DEFAULT_THEME}")
+            wanted = DEFAULT_THEME
+        elif wanted not in self.theme_names:
+            self.theme_names.append(wanted)
+        self.theme_errors = errors
+        self.query_one(StatusLine).notes = list(errors)
+        for error in errors:
+            self.notify(error, title="theme", severity="error", timeout=15)
+        self.theme = wanted
+
+    def _theme_changed(self, _theme) -> None:
+        self.palette = Palette(self.get_css_variables())
+        self.refresh_panes()
+
+    def on_unmount(self) -> None:
+        self.ingest.stop()
+        self.ingest.finished.wait(5)
+        for close in self.on_close:
+            close()
+
+    # ------------------------------------------------------------------ snapshots
+
+    @on(SnapshotReady)
+    def _snapshot_ready(self, message: SnapshotReady) -> None:
+        snapshot = message.snapshot
+        self.latest = snapshot
+        self._announce(self.book.take_new(snapshot.alerts), snapshot)
+        if not self.view.paused:
+            self.displayed = snapshot
+            self.refresh_panes()
+
+    @property
+    def settled(self) -> bool:
+        """First scan done and every pane shows the latest snapshot for the selection."""
+        focus = self.latest.focus
+        return (self.latest.seq > 0 and not self.latest.scanning
+                and self.displayed is self.latest
+                and (self.view.selected is None
+                     or (focus is not None and focus.session_id == self.view.selected)))
+
+    def _view_screen(self) -> Screen:
+        for screen in reversed(self.screen_stack):
+            if not isinstance(screen, ModalScreen):
+                return screen
+        return self.screen
+
+    def refresh_panes(self) -> None:
+        """Render every pane of the visible screen from the displayed snapshot."""
+        screen = self._view_screen()
+        snapshot, view, palette = self.displayed, self.view, self.palette
+        boards = list(screen.query(SessionsBoard))
+        for board in boards:
+            board.show(snapshot, view, palette)
+            highlighted = board.highlighted()
+            visible = view.selected is not None and board.has(view.selected)
+            if highlighted is not None and not visible:
+                self._select(highlighted, render=False)
+        for pane in screen.query(".pane"):
+            if not isinstance(pane, SessionsBoard):
+                pane.show(snapshot, view, palette)
+
+    def _select(self, session_id: str | None, render: bool = True) -> None:
+        self.view.selected = session_id
+        self.ingest.set_focus(session_id)
+        if render:
+            self.refresh_panes()
+
+    @on(RowsView.Highlighted, "#board")
+    def _board_highlighted(self, event: RowsView.Highlighted) -> None:
+        if event.key != self.view.selected:
+            self._select(event.key)
+
+    @on(RowsView.Selected, "#board")
+    def _board_selected(self, event: RowsView.Selected) -> None:
+        self._select(event.key, render=False)
+        self.action_detail()
+
+    @on(RowsView.HeaderClicked, "#board")
+    def _board_header(self, event: RowsView.HeaderClicked) -> None:
+        self.view.sort = COLUMN_SORT.get(event.column, self.view.sort)
+        self.refresh_panes()
+
+    # ------------------------------------------------------------------ view
+
+    def action_detail(self) -> None:
+        if self.displayed.row(self.view.selected) is not None \
+                and not isinstance(self.screen, DetailScreen):
+            self.push_screen(DetailScreen())
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_pause(self) -> None:
+        self.view.paused = not self.view.paused
+        if not self.view.paused:
+            self.displayed = self.latest
+        self.refresh_panes()
+
+    def action_filter(self) -> None:
+        chain = self.focused.ancestors_with_self if self.focused is not None else []
+        if any(isinstance(node, AlertsPane) for node in chain):
+            self.view.alert_filter = cycle(ALERT_FILTERS, self.view.alert_filter)
+        elif any(isinstance(node, GatewayLogPane) for node in chain):
+            self.view.log_filter = cycle(LOG_FILTERS, self.view.log_filter)
+        else:
+            self.view.board_filter = cycle(BOARD_FILTERS, self.view.board_filter)
+        self.refresh_panes()
+
+    def action_sort(self) -> None:
+        self.view.sort = cycle(SORTS, self.view.sort)
+        self.refresh_panes()
+
+    def action_next_theme(self) -> None:
+        names = self.theme_names or [DEFAULT_THEME]
+        current = self.theme if self.theme in names else names[-1]
+        self.theme = names[(names.index(current) + 1) % len(names)]
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def action_search(self) -> None:
+        search = self.query_one("#log-search", Input)
+        search.display = True
+        search.value = self.view.search
+        search.focus()
+
+    @on(Input.Changed, "#log-search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        self.view.search = event.value
+        self.view.search_index = -1
+        self.refresh_panes()
+
+    @on(Input.Submitted, "#log-search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        self.view.search = event.value
+        self.view.search_index = max(0, self._match_count() - 1)
+        event.input.display = False
+        self.query_one(LogView).focus()
+        self.refresh_panes()
+
+    def _match_count(self) -> int:
+        return len(self.view.matches(self.view.log_lines(self.displayed.log)))
+
+    def action_next_match(self) -> None:
+        self._step_match(+1)
+
+    def action_previous_match(self) -> None:
+        self._step_match(-1)
+
+    def _step_match(self, step: int) -> None:
+        count = self._match_count()
+        if count:
+            start = self.view.search_index if self.view.search_index >= 0 else count - 1
+            self.view.search_index = (start + step) % count
+            self.refresh_panes()
+        else:
+            self.notify(f"no match for {self.view.search!r}", severity="warning", timeout=2)
+
+    def action_clear_search(self) -> None:
+        self.view.search = ""
+        self.view.search_index = 0
+        search = self.query_one("#log-search", Input)
+        search.value = ""
+        search.display = False
+        self.query_one(LogView).focus()
+        self.refresh_panes()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in MAIN_SCREEN_ACTIONS and self.screen is not self.screen_stack[0]:
+            return False
+        if action in ("next_match", "previous_match", "clear_search"):
+            return bool(self.view.search) or (action == "clear_search" and self._search_open())
+        return True
+
+    def _search_open(self) -> bool:
+        return bool(self.screen.query("#log-search")) and self.query_one(
+            "#log-search", Input).display
+
+    # ------------------------------------------------------------------ workers, palette
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "ingest" and event.state == WorkerState.ERROR:
+            error = f"reading stopped: {event.worker.error}"
+            self.query_one(StatusLine).notes.append(error)
+            self.notify(error, severity="error", timeout=30)
+            self.refresh_panes()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        main = screen is self.screen_stack[0]
+        commands = (
+            ("Stop session", "Stop the selected session (asks first)", "stop"),
+            ("Kill processes", "Kill the selected session's processes (asks first)", "kill"),
+            ("Acknowledge session", "Acknowledge the selected session's alerts", "ack"),
+            ("Acknowledge all", "Acknowledge every alert", "ack_all"),
+            ("Mute / unmute bell", "Toggle the bell on critical findings", "mute"),
+            ("Search gateway log", "Search the gateway log (n/N: next/previous)", "search"),
+            ("Filter", "Cycle the focused pane's filter", "filter"),
+            ("Sort board", "Cycle the board's sort order", "sort"),
+            ("Pause / resume display", "Freeze the display; reading goes on", "pause"),
+            ("Session detail", "Tool-call timeline of the selected session", "detail"),
+            ("Help", "Keys and what they do", "help"),
+            ("Next theme", "Switch to the next clawwatch theme", "next_theme"),
+        )
+        for title, help_text, action in commands:
+            if main or action not in MAIN_SCREEN_ACTIONS:
+                yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
+        for name in self.theme_names:
+            yield SystemCommand(f"Theme: {name}", f"Use the {name} theme",
+                                lambda name=name: setattr(self, "theme", name))

@@ -1,0 +1,91 @@
+"""``build_app``: the one way the dashboard is made, by the CLI and by the tests alike.
+
+``clawwatch`` (no sub-command) watches the discovered OpenClaw; ``clawwatch
+demo`` watches a ``DemoWorld`` simulator. Discovery and config errors are
+raised (``DiscoveryError``, ``ConfigError``) for the CLI to print and exit 2.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from monitor.act.api import ActionController, DryRunController
+from monitor.config import Config, UiConfig, load_config
+from monitor.ui.app import ClawwatchApp
+
+STATE_HINT = "pass --state-dir DIR (or set $OPENCLAW_STATE_DIR), or --profile NAME"
+LOG_HINT = "pass --log FILE (the gateway writes /tmp/openclaw/openclaw-YYYY-MM-DD.log)"
+
+
+@dataclass
+class DashboardOptions:
+    """What the CLI flags say; an argparse namespace with these names works too."""
+
+    demo: bool = False
+    state_dir: str | None = None
+    profile: str | None = None
+    log: str | None = None
+    gateway: str | None = None
+    config: str | None = None
+    theme: str | None = None
+    legacy: bool = False
+
+
+def options_from(args) -> DashboardOptions:
+    if isinstance(args, DashboardOptions):
+        return args
+    return DashboardOptions(
+        demo=getattr(args, "command", None) == "demo" or bool(getattr(args, "demo", False)),
+        **{name: getattr(args, name, None) for name in
+           ("state_dir", "profile", "log", "gateway", "config", "theme")},
+        legacy=bool(getattr(args, "legacy", False)))
+
+
+def _monitor_factory(state_dir: str | None, log_path: str | None, config: Config
+                     ) -> Callable[[], object]:
+    def make():
+        from monitor.detect.engine import DetectionEngine
+        from monitor.pipeline import Monitor
+        from monitor.sources.sourceset import SourceSet
+
+        return Monitor(SourceSet(state_dir=state_dir, log_path=log_path),
+                       DetectionEngine(config))
+
+    return make
+
+
+def build_app(args_or_options, *, config: Config | None = None,
+              controller: ActionController | None = None,
+              clock: Callable[[], float] = time.time, poll_seconds: float = 0.5,
+              **app_options) -> ClawwatchApp:
+    """The dashboard for ``clawwatch`` / ``clawwatch demo``; call ``.run()`` on it.
+
+    ``config`` defaults to ``load_config(options.config)``; ``controller`` to the
+    dry-run stand-in. Extra keyword arguments go to ``ClawwatchApp``.
+    """
+    options = options_from(args_or_options)
+    config = config if config is not None else load_config(options.config)
+    controller = controller if controller is not None else DryRunController()
+    theme = options.theme or (config.ui.theme if config.ui.theme != UiConfig().theme
+                              else None)
+    if options.demo:
+        from monitor.demo import DemoWorld
+
+        world = DemoWorld(era="legacy" if options.legacy else "sqlite").start()
+        return ClawwatchApp(
+            _monitor_factory(str(world.state_dir), str(world.log_path), config), controller,
+            config, theme=theme, clock=clock, poll_seconds=poll_seconds,
+            sub_title="demo: simulated sessions", on_close=[world.close], **app_options)
+    from monitor.discovery import discover, require_something
+
+    found = discover(state_dir=options.state_dir, profile=options.profile, log=options.log,
+                     gateway=options.gateway)
+    require_something(found)
+    expected = [("state dir", found.state_dir, STATE_HINT), ("gateway log", found.log_path,
+                                                               LOG_HINT)]
+    return ClawwatchApp(
+        _monitor_factory(found.state_dir, found.log_path, config), controller, config,
+        theme=theme, clock=clock, poll_seconds=poll_seconds,
+        sub_title=found.state_dir or found.log_path or "", expected=expected, **app_options)

@@ -1,0 +1,126 @@
+"""The dashboard's ingest loop: poll, fold, publish snapshots. Runs in a worker thread.
+
+It never touches widgets: everything leaves through ``publish(snapshot)``
+(the app posts a coalescing message). The first scan reads history quietly
+(its findings become history alerts that never ring), then the loop goes live.
+Snapshots are published at most every ``min_interval`` seconds while data
+flows, at once when the UI asks (focus change, an action), and every
+``heartbeat`` seconds otherwise so "time since last event" keeps moving.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from monitor.snapshot import Snapshot, SnapshotBuilder
+from monitor.sources.wake import Waker
+
+MIN_INTERVAL = 0.2
+HEARTBEAT = 1.0
+
+
+class IngestLoop:
+    def __init__(self, monitor_factory: Callable[[], object], clock: Callable[[], float],
+                 publish: Callable[[Snapshot], None], *, poll_seconds: float = 0.5,
+                 expected: Iterable[tuple[str, str | None, str]] = (),
+                 min_interval: float = MIN_INTERVAL, heartbeat: float = HEARTBEAT,
+                 slice_events: int | None = None) -> None:
+        self.monitor_factory = monitor_factory
+        self.clock = clock
+        self.publish = publish
+        self.poll_seconds = poll_seconds
+        self.expected = tuple(expected)
+        self.min_interval = min_interval
+        self.heartbeat = heartbeat
+        self.slice_events = slice_events
+        self.builder: SnapshotBuilder | None = None
+        self.monitor = None
+        self.stopped = threading.Event()
+        self.finished = threading.Event()
+        self._wake = threading.Event()
+        self._waker: Waker | None = None
+        self._inbox: queue.SimpleQueue[dict] = queue.SimpleQueue()
+        self._focus: str | None = None
+        self._forced = True
+
+    # ----------------------------------------------------------- from the UI thread
+
+    def set_focus(self, session_id: str | None) -> None:
+        if session_id != self._focus:
+            self._focus = session_id
+            self.request()
+
+    def inject(self, record: dict) -> None:
+        """Add an output record (e.g. an action result) to the alert stream."""
+        self._inbox.put(record)
+        self.request()
+
+    def request(self) -> None:
+        """Publish a fresh snapshot as soon as possible."""
+        self._forced = True
+        self._wake.set()
+        if self._waker is not None:
+            self._waker.changed.set()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.request()
+
+    # ----------------------------------------------------------- the thread
+
+    def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            if self._waker is not None:
+                self._waker.close()
+            sources = getattr(self.monitor, "sources", None)
+            if sources is not None:
+                sources.close()
+            self.finished.set()
+
+    def _run(self) -> None:
+        self.monitor = monitor = self.monitor_factory()
+        self.builder = builder = SnapshotBuilder(monitor, self.clock, expected=self.expected)
+        feed = builder.feed
+        if self.slice_events:
+            feed.slice_events = self.slice_events
+        builder.focus = self._focus
+        self.publish(builder.build())
+        if self.stopped.is_set():
+            return
+        self._waker = Waker(feed.watch_paths(), poll_seconds=self.poll_seconds)
+        monitor.quiet = True
+        last_publish = time.monotonic()
+        dirty = False
+        while not self.stopped.is_set():
+            builder.focus = self._focus
+            read_before = feed.read
+            records = monitor.step()
+            while not self._inbox.empty():
+                records.append(self._inbox.get_nowait())
+            builder.absorb(records)
+            dirty = dirty or bool(records) or builder.scanning
+            if builder.scanning and not feed.backlog \
+                    and feed.read - read_before < feed.slice_events:
+                builder.finish_scan()
+                builder.watch_error = self._waker.watch_error
+                monitor.quiet = False
+                self._forced = True
+            since = time.monotonic() - last_publish
+            if self._forced or (dirty and since >= self.min_interval) or since >= self.heartbeat:
+                self._forced = False
+                dirty = False
+                builder.focus = self._focus
+                self.publish(builder.build())
+                last_publish = time.monotonic()
+            if feed.backlog:
+                continue
+            wait = self.poll_seconds if not dirty else max(
+                0.0, self.min_interval - (time.monotonic() - last_publish))
+            wait = min(wait, max(0.0, self.heartbeat - (time.monotonic() - last_publish)))
+            if not self._forced:
+                self._waker.wait(wait)

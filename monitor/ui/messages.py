@@ -1,0 +1,44 @@
+"""Messages that cross from worker threads to the app's handlers."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from monitor.act.api import ActionResult, ProcessInfo
+from monitor.snapshot import Snapshot
+
+
+class SnapshotReady(Message, bubble=False):
+    """A new picture from the ingest thread; a newer one replaces it in the queue."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SnapshotReady)
+
+
+class ActionFinished(Message, bubble=False):
+    """The controller answered a stop or kill."""
+
+    def __init__(self, result: ActionResult) -> None:
+        super().__init__()
+        self.result = result
+
+
+class KillCandidatesFound(Message, bubble=False):
+    """The processes a kill of ``session_key`` would end, to confirm."""
+
+    def __init__(self, session_key: str, candidates: list[ProcessInfo]) -> None:
+        super().__init__()
+        self.session_key = session_key
+        self.candidates = candidates
+
+
+class Rang(Message, bubble=False):
+    """The bell rang (observable in tests through ``message_hook``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason

@@ -1,0 +1,84 @@
+"""What the person looking at the dashboard chose: selection, filters, sort, search.
+
+Owned by the app's handlers; panes read it together with the snapshot and
+never change it themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from monitor.snapshot import AlertEntry, BoardRow, LogLine
+
+BOARD_FILTERS = ("all", "active", "problems")
+ALERT_FILTERS = ("all", "warning", "critical")
+LOG_FILTERS = ("all", "info", "warn", "error")
+SORTS = ("severity", "burn", "tokens", "calls", "recent", "session")
+LOG_RANK = {"TRACE": 0, "DEBUG": 1, "INFO": 2, "WARN": 3, "WARNING": 3, "ERROR": 4, "FATAL": 5}
+LOG_FILTER_RANK = {"all": 0, "info": 2, "warn": 3, "error": 4}
+LEVEL_RANK = {None: 0, "warning": 1, "critical": 2}
+STATE_RANK = {"looping": 5, "stalled": 4, "running": 3, "idle": 2, "stopped": 1, "done": 0}
+
+
+def cycle(options: tuple[str, ...], current: str) -> str:
+    return options[(options.index(current) + 1) % len(options)]
+
+
+@dataclass
+class ViewState:
+    selected: str | None = None
+    board_filter: str = "all"
+    sort: str = "severity"
+    alert_filter: str = "all"
+    log_filter: str = "all"
+    search: str = ""
+    search_index: int = 0
+    paused: bool = False
+    detail_call: int | None = None
+
+    # ----------------------------------------------------------- board
+
+    def board_rows(self, rows: tuple[BoardRow, ...]) -> list[BoardRow]:
+        """The rows to show, in display order."""
+        if self.board_filter == "active":
+            rows = tuple(r for r in rows if r.state not in ("done", "stopped"))
+        elif self.board_filter == "problems":
+            rows = tuple(r for r in rows if r.worst_level or r.state in ("looping", "stalled"))
+        return sorted(rows, key=self.sort_key)
+
+    def sort_key(self, row: BoardRow) -> tuple:
+        if self.sort == "burn":
+            return (-row.burn_per_minute, row.key, row.session_id)
+        if self.sort == "tokens":
+            return (-(row.tokens_in + row.tokens_out), row.key, row.session_id)
+        if self.sort == "calls":
+            return (-row.tool_calls, row.key, row.session_id)
+        if self.sort == "recent":
+            return (-(row.last_ts or 0), row.key, row.session_id)
+        if self.sort == "session":
+            return (row.key, row.session_id)
+        return (-LEVEL_RANK.get(row.worst_level, 0), -STATE_RANK.get(row.state, 0),
+                -row.burn_per_minute, row.key, row.session_id)
+
+    # ----------------------------------------------------------- alerts and log
+
+    def alert_visible(self, alert: AlertEntry) -> bool:
+        if alert.kind == "action" or self.alert_filter == "all":
+            return True
+        if self.alert_filter == "critical":
+            return alert.level == "critical"
+        return alert.level in ("warning", "critical")
+
+    def log_visible(self, line: LogLine) -> bool:
+        return LOG_RANK.get(line.level, 2) >= LOG_FILTER_RANK[self.log_filter]
+
+    def log_lines(self, lines: tuple[LogLine, ...]) -> list[LogLine]:
+        return [line for line in lines if self.log_visible(line)]
+
+    def matches(self, lines: list[LogLine]) -> list[int]:
+        """Indices (in ``lines``) of the lines the search matches, case-insensitively."""
+        if not self.search:
+            return []
+        needle = self.search.lower()
+        return [i for i, line in enumerate(lines)
+                if needle in f"{line.subsystem} {line.message}".lower()]

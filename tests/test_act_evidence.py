@@ -1,0 +1,168 @@
+"""Which session an exec shell belongs to: real agent and global DBs, each kind of evidence."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from monitor.act import evidence as ev
+from monitor.act.processes import ExecShell
+from monitor.act.runs import ExecPid
+from monitor.sim.sqlite_writer import SqliteAgentWriter
+
+TASK_RUNS = """CREATE TABLE task_runs (
+  task_id TEXT NOT NULL PRIMARY KEY, runtime TEXT NOT NULL, task_kind TEXT, source_id TEXT,
+  requester_session_key TEXT, owner_key TEXT NOT NULL, scope_kind TEXT NOT NULL,
+  child_session_key TEXT, parent_flow_id TEXT, parent_task_id TEXT, agent_id TEXT,
+  requester_agent_id TEXT, run_id TEXT, execution_owner_host TEXT, execution_owner_pid INTEGER,
+  execution_owner_start_identity INTEGER, label TEXT, task TEXT NOT NULL, status TEXT NOT NULL,
+  delivery_status TEXT NOT NULL, notify_policy TEXT NOT NULL, created_at INTEGER NOT NULL,
+  started_at INTEGER, ended_at INTEGER, last_event_at INTEGER, cleanup_after INTEGER,
+  tool_use_count INTEGER, last_tool_name TEXT, error TEXT, progress_summary TEXT,
+  terminal_summary TEXT, terminal_outcome TEXT, detail_json TEXT) STRICT"""
+
+
+def agent_db(state_dir: Path) -> SqliteAgentWriter:
+    return SqliteAgentWriter(state_dir / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
+
+
+def add_exec(writer: SqliteAgentWriter, key: str, call_id: str, command: str, at: float,
+             *, pid: int | None = None, process_session: str | None = None) -> None:
+    """One session (key → ``sid-<key>``) with an exec call at ``at`` and, with ``pid``, a
+    'still running' result naming it."""
+    sid = f"sid-{key}"
+    writer.upsert_session(key, sid, {"sessionId": sid}, "running", updated_at=int(at * 1000))
+    writer.append_event(sid, {"type": "message", "message": {
+        "role": "assistant", "content": [{"type": "toolCall", "id": call_id, "name": "exec",
+                                          "arguments": {"command": command}}]}},
+                        created_at=int(at * 1000))
+    if pid is not None:
+        writer.append_event(sid, {"type": "message", "message": {
+            "role": "toolResult", "toolCallId": call_id, "toolName": "exec",
+            "content": [{"type": "text", "text": f"Command still running (pid {pid})"}],
+            "details": {"status": "running", "pid": pid, "sessionId": process_session}}},
+                            created_at=int(at * 1000) + 50)
+
+
+def add_task(state_dir: Path, key: str, process_session: str, task: str, started: float,
+             status: str = "running") -> None:
+    path = state_dir / "state" / "openclaw.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(path) as conn:
+        conn.execute(TASK_RUNS.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS"))
+        conn.execute(
+            "INSERT INTO task_runs (task_id, runtime, task_kind, requester_session_key, "
+            "owner_key, scope_kind, run_id, task, status, delivery_status, notify_policy, "
+            "created_at, started_at) VALUES (?, 'cli', 'exec', ?, ?, 'session', ?, ?, ?, "
+            "'none', 'silent', ?, ?)",
+            (f"t-{process_session}", key, key, f"exec:{process_session}", task, status,
+             int(started * 1000), int(started * 1000)))
+
+
+def shell(command: str, start: float, pid: int = 4242) -> ExecShell:
+    return ExecShell(pid, start, command, ((pid, 0),))
+
+
+@pytest.fixture
+def state(tmp_path) -> Path:
+    return tmp_path / "state"
+
+
+def test_recent_exec_calls_reads_plain_and_compressed_rows(state):
+    now = time.time()
+    long_command = "echo " + "x" * 4000
+    with agent_db(state) as writer:
+        add_exec(writer, "agent:main:a", "call-a", "sleep 600", now - 5, pid=111,
+                 process_session="calm-reef")
+        add_exec(writer, "agent:main:b", "call-b", long_command, now - 2)
+    calls = {call.call_id: call for call in ev.recent_exec_calls(str(state), now=now)}
+    assert calls["call-a"].result_pid == 111 and calls["call-a"].process_session == "calm-reef"
+    assert calls["call-a"].session_key == "agent:main:a"
+    assert abs(calls["call-a"].ts - (now - 5)) < 0.01
+    assert calls["call-b"].command == long_command and calls["call-b"].result_pid is None
+    with sqlite3.connect(state / "agents/main/agent/openclaw-agent.sqlite") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM transcript_events "
+                            "WHERE event_json IS NULL").fetchone()[0] >= 1
+
+
+def test_recent_exec_calls_skips_old_idle_sessions(state):
+    now = time.time()
+    with agent_db(state) as writer:
+        add_exec(writer, "agent:main:old", "call-old", "sleep 1", now - 10 * 3600)
+        writer.upsert_session("agent:main:old", "sid-agent:main:old", {}, "done",
+                              updated_at=int((now - 10 * 3600) * 1000))
+    assert ev.recent_exec_calls(str(state), now=now) == []
+
+
+def test_a_gateway_tool_event_is_the_strongest_evidence():
+    start = time.time()
+    reported = [ExecPid(4242, "agent:main:a", "run-a", "call-a", "brisk-crest", start + 0.3,
+                        start)]
+    calls = [ev.ExecCall("agent:main:b", "call-b", "sleep 5", start - 0.1)]
+    owner = ev.attribute(shell("sleep 5", start), reported=reported, calls=calls)
+    assert owner.session_key == "agent:main:a"
+    assert "call-a" in owner.evidence and "run-a" in owner.evidence
+
+
+def test_a_tool_event_for_an_older_process_with_that_pid_does_not_count():
+    start = time.time()
+    reported = [ExecPid(4242, "agent:main:a", "run-a", "call-a", None, start - 3600, start)]
+    assert ev.attribute(shell("sleep 5", start), reported=reported) is None
+
+
+def test_a_transcript_result_naming_the_pid_attributes_a_background_exec():
+    start = time.time() - 300
+    calls = [ev.ExecCall("agent:main:a", "call-a", "sleep 600", start - 0.2, 4242, "calm-reef")]
+    owner = ev.attribute(shell("something else", start), calls=calls)
+    assert owner.session_key == "agent:main:a" and "calm-reef" in owner.evidence
+
+
+def test_command_text_near_the_shell_start_attributes_it():
+    start = time.time()
+    calls = [ev.ExecCall("agent:main:a", "call-a", "until curl -s x; do sleep 1; done",
+                         start - 0.3),
+             ev.ExecCall("agent:main:b", "call-b", "ls", start - 0.3)]
+    owner = ev.attribute(shell("until curl -s x; do sleep 1; done", start), calls=calls)
+    assert owner.session_key == "agent:main:a" and "call-a" in owner.evidence
+
+
+def test_the_same_command_in_two_sessions_at_the_same_time_is_not_attributed():
+    start = time.time()
+    calls = [ev.ExecCall("agent:main:a", "call-a", "make test", start - 0.3),
+             ev.ExecCall("agent:main:b", "call-b", "make test", start - 0.6)]
+    assert ev.attribute(shell("make test", start), calls=calls) is None
+
+
+def test_the_same_command_much_earlier_elsewhere_does_not_make_it_ambiguous():
+    start = time.time()
+    calls = [ev.ExecCall("agent:main:a", "call-a", "make test", start - 0.3),
+             ev.ExecCall("agent:main:b", "call-b", "make test", start - 25)]
+    assert ev.attribute(shell("make test", start), calls=calls).session_key == "agent:main:a"
+
+
+def test_a_matching_command_outside_the_time_window_is_not_evidence():
+    start = time.time()
+    calls = [ev.ExecCall("agent:main:a", "call-a", "make test", start - 120),
+             ev.ExecCall("agent:main:a", "call-b", "make test", start + 30)]
+    assert ev.attribute(shell("make test", start), calls=calls) is None
+
+
+def test_running_background_tasks_attribute_by_command_and_start(state):
+    start = time.time() - 100
+    add_task(state, "agent:main:poller", "mild-harbor", "sleep 600", start + 0.4)
+    add_task(state, "agent:main:done", "old-sea", "sleep 600", start, status="failed")
+    tasks = ev.running_background_execs(str(state))
+    assert [(t.session_key, t.process_session) for t in tasks] == [
+        ("agent:main:poller", "mild-harbor")]
+    owner = ev.attribute(shell("sleep 600", start), tasks=tasks)
+    assert owner.session_key == "agent:main:poller" and "mild-harbor" in owner.evidence
+    assert ev.attribute(shell("sleep 600", start - 60), tasks=tasks) is None
+
+
+def test_missing_databases_give_no_evidence(tmp_path):
+    assert ev.recent_exec_calls(str(tmp_path / "nothing")) == []
+    assert ev.running_background_execs(str(tmp_path / "nothing")) == []
+    assert ev.recent_exec_calls(None) == []

@@ -1,0 +1,509 @@
+"""The gateway RPC client and ``clawwatch stop`` against local servers that misbehave.
+
+``FakeGateway`` speaks raw WebSocket over a real loopback socket (so it can also stall
+before the upgrade, cut a frame in half, or send garbage), and protocol 4 on top. Every
+fault must end in a clear error within a bounded time, never a hang.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import io
+import json
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from monitor.act.cli_stop import stop_main
+from monitor.act.gateway import (
+    DeviceIdentityRequired,
+    GatewayAuthError,
+    GatewayClient,
+    GatewayConnection,
+    GatewayProtocolError,
+    GatewayUnavailable,
+)
+from monitor.act.runs import RunTracker
+
+pytestmark = pytest.mark.timeout(60)
+
+TOKEN = "fake-gateway-token-0123456789"
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+class FakeGateway:
+    """A loopback protocol-4 gateway with a ``behaviour`` (see ``_serve``)."""
+
+    def __init__(self, behaviour: str = "ok", *, token: str = TOKEN) -> None:
+        self.behaviour = behaviour
+        self.token = token
+        self.requests: list[tuple[str, dict]] = []
+        self.connections = 0
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self.url = f"ws://127.0.0.1:{self.port}"
+        self._stop = threading.Event()
+        self._sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._server.close()
+        for sock in self._sockets:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                sock, _ = self._server.accept()
+            except OSError:
+                return
+            self._sockets.append(sock)
+            self.connections += 1
+            threading.Thread(target=self._connection, args=(sock, self.connections),
+                             daemon=True).start()
+
+    def _connection(self, sock: socket.socket, number: int) -> None:
+        try:
+            self._serve(sock, number)
+        except (OSError, ConnectionError, ValueError):
+            pass
+
+    # ------------------------------------------------------------ wire helpers
+
+    @staticmethod
+    def _frame(payload: bytes, opcode: int = 0x1) -> bytes:
+        size = len(payload)
+        if size < 126:
+            header = struct.pack("!BB", 0x80 | opcode, size)
+        elif size < 65536:
+            header = struct.pack("!BBH", 0x80 | opcode, 126, size)
+        else:
+            header = struct.pack("!BBQ", 0x80 | opcode, 127, size)
+        return header + payload
+
+    def _send(self, sock: socket.socket, obj) -> None:
+        sock.sendall(self._frame(json.dumps(obj).encode()))
+
+    def _close_frame(self, sock: socket.socket, code: int, reason: str) -> None:
+        sock.sendall(self._frame(struct.pack("!H", code) + reason.encode(), opcode=0x8))
+
+    @staticmethod
+    def _exact(sock: socket.socket, count: int) -> bytes:
+        data = b""
+        while len(data) < count:
+            chunk = sock.recv(count - len(data))
+            if not chunk:
+                raise ConnectionError("peer closed")
+            data += chunk
+        return data
+
+    def _receive(self, sock: socket.socket) -> dict | None:
+        """The next client text frame as JSON (None for a close frame)."""
+        while True:
+            first, second = self._exact(sock, 2)
+            size = second & 0x7F
+            if size == 126:
+                size = struct.unpack("!H", self._exact(sock, 2))[0]
+            elif size == 127:
+                size = struct.unpack("!Q", self._exact(sock, 8))[0]
+            mask = self._exact(sock, 4) if second & 0x80 else b"\0\0\0\0"
+            data = bytes(b ^ mask[i % 4] for i, b in enumerate(self._exact(sock, size)))
+            opcode = first & 0x0F
+            if opcode == 0x8:
+                return None
+            if opcode == 0x1:
+                return json.loads(data)
+
+    def _upgrade(self, sock: socket.socket) -> None:
+        request = b""
+        while b"\r\n\r\n" not in request:
+            chunk = sock.recv(4096)
+            if not chunk:
+                raise ConnectionError("no upgrade request")
+            request += chunk
+        key = next(line.split(b":", 1)[1].strip() for line in request.split(b"\r\n")
+                   if line.lower().startswith(b"sec-websocket-key:"))
+        accept = base64.b64encode(hashlib.sha1(key + WS_GUID.encode()).digest()).decode()
+        sock.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                      f"Connection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n").encode())
+
+    # -------------------------------------------------------------- behaviours
+
+    def _serve(self, sock: socket.socket, number: int) -> None:
+        behaviour = self.behaviour
+        if behaviour == "stall-http":
+            self._stop.wait(30)
+            return
+        self._upgrade(sock)
+        if behaviour == "garbage":
+            sock.sendall(self._frame(b"<html>not a gateway</html>"))
+            self._stop.wait(30)
+            return
+        if behaviour == "stall-challenge":
+            self._stop.wait(30)
+            return
+        self._send(sock, {"type": "event", "event": "connect.challenge",
+                          "payload": {"nonce": "n-1", "ts": 1}})
+        connect = self._receive(sock)
+        if connect is None:
+            return
+        self.requests.append((connect["method"], connect["params"]))
+        token = connect["params"].get("auth", {}).get("token")
+        if behaviour == "device-identity":
+            return self._reject(sock, connect, "NOT_PAIRED", "device identity required",
+                                "DEVICE_IDENTITY_REQUIRED")
+        if token != self.token:
+            return self._reject(sock, connect, "INVALID_REQUEST",
+                                "unauthorized: gateway token mismatch (provide gateway auth "
+                                "token)", "AUTH_TOKEN_MISMATCH")
+        self._send(sock, {"type": "res", "id": connect["id"], "ok": True,
+                          "payload": {"type": "hello-ok", "protocol": 4}})
+        while True:
+            request = self._receive(sock)
+            if request is None:
+                return
+            self.requests.append((request["method"], request["params"]))
+            if behaviour == "stall-call":
+                continue
+            if behaviour == "close-mid-frame" or (behaviour == "restart" and number == 1):
+                sock.sendall(b"\x81\x7e\x01\x00" + b'{"type":"res","id":')
+                sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+                return
+            if behaviour == "garbage-after-connect":
+                sock.sendall(self._frame(b"\x00\x01 definitely { not json"))
+                continue
+            self._answer(sock, request)
+
+    def _reject(self, sock, connect: dict, code: str, message: str, detail: str) -> None:
+        self._send(sock, {"type": "res", "id": connect["id"], "ok": False,
+                          "error": {"code": code, "message": message,
+                                    "details": {"code": detail}}})
+        self._close_frame(sock, 1008, message)
+
+    def _answer(self, sock: socket.socket, request: dict) -> None:
+        method, params = request["method"], request["params"]
+        key = params.get("sessionKey") or params.get("key")
+        idle = isinstance(key, str) and key.endswith(":idle")
+        if method in ("chat.abort", "chat.send"):
+            if not idle:
+                # The run's end arrives before the reply, as on the real gateway.
+                self._send(sock, {"type": "event", "event": "agent", "seq": 7, "payload": {
+                    "runId": "run-1", "sessionKey": key, "stream": "lifecycle",
+                    "data": {"phase": "end", "status": "cancelled", "aborted": True}}})
+            payload = {"ok": True, "aborted": not idle, "runIds": [] if idle else ["run-1"]}
+        elif method == "sessions.list":
+            payload = {"sessions": [{"key": "agent:main:idle", "hasActiveRun": False}]}
+        elif method == "sessions.abort":
+            payload = {"ok": True, "abortedRunId": None, "status": "no-active-run"}
+        else:
+            self._send(sock, {"type": "res", "id": request["id"], "ok": False,
+                              "error": {"code": "INVALID_REQUEST",
+                                        "message": f"unknown method: {method}"}})
+            return
+        self._send(sock, {"type": "res", "id": request["id"], "ok": True, "payload": payload})
+
+
+@pytest.fixture
+def fake_gateway(request):
+    gateways: list[FakeGateway] = []
+
+    def make(behaviour: str = "ok", **kwargs) -> FakeGateway:
+        gateway = FakeGateway(behaviour, **kwargs)
+        gateways.append(gateway)
+        return gateway
+
+    yield make
+    for gateway in gateways:
+        gateway.close()
+
+
+def refused_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"ws://127.0.0.1:{port}"
+
+
+def fast_client(url: str, token: str = TOKEN, **kwargs) -> GatewayClient:
+    options = {"connect_timeout": 0.5, "call_timeout": 0.5, "attempts": 2, "backoff": 0.05}
+    return GatewayClient(url, token, **{**options, **kwargs})
+
+
+# ------------------------------------------------------------------- the happy path
+
+def test_abort_keeps_the_event_that_arrives_before_the_reply(fake_gateway):
+    gateway = fake_gateway("ok")
+    tracker = RunTracker()
+    client = fast_client(gateway.url, on_event=tracker.feed)
+    try:
+        payload = client.chat_abort("agent:main:loop")
+        assert payload == {"ok": True, "aborted": True, "runIds": ["run-1"]}
+        assert tracker.wait_run_ends(["run-1"], timeout=0) == {
+            "run-1": {"phase": "end", "status": "cancelled", "aborted": True,
+                      "sessionKey": "agent:main:loop"}}
+        method, params = gateway.requests[0]
+        assert method == "connect"
+        assert params["client"] == {"id": "gateway-client", "version": params["client"]["version"],
+                                    "platform": "linux", "mode": "backend"}
+        assert params["role"] == "operator" and params["minProtocol"] == 4
+        assert set(params["scopes"]) == {"operator.read", "operator.write", "operator.admin"}
+        assert params["auth"] == {"token": TOKEN}
+        assert gateway.requests[1] == ("chat.abort", {"sessionKey": "agent:main:loop"})
+    finally:
+        client.close()
+
+
+def test_stop_text_sends_slash_stop_with_an_idempotency_key(fake_gateway):
+    gateway = fake_gateway("ok")
+    client = fast_client(gateway.url)
+    try:
+        assert client.send_stop("agent:main:x")["aborted"] is True
+    finally:
+        client.close()
+    method, params = gateway.requests[-1]
+    assert method == "chat.send" and params["message"] == "/stop"
+    assert params["sessionKey"] == "agent:main:x" and params["idempotencyKey"]
+
+
+def test_a_gateway_restart_mid_call_is_retried_on_a_new_connection(fake_gateway):
+    gateway = fake_gateway("restart")
+    client = fast_client(gateway.url, attempts=3)
+    try:
+        assert client.chat_abort("agent:main:loop")["aborted"] is True
+    finally:
+        client.close()
+    assert gateway.connections == 2
+    assert [m for m, _ in gateway.requests].count("chat.abort") == 2
+
+
+# ------------------------------------------------------------------------- faults
+
+FAULTS = [
+    # (behaviour, exception, words the message must contain)
+    ("refused", GatewayUnavailable, "connection refused"),
+    ("stall-http", GatewayUnavailable, "no WebSocket handshake"),
+    ("stall-challenge", GatewayUnavailable, "no connect.challenge"),
+    ("stall-call", GatewayUnavailable, "no response within"),
+    ("close-mid-frame", GatewayUnavailable, "connection"),
+    ("garbage", GatewayProtocolError, "expected connect.challenge"),
+    ("garbage-after-connect", GatewayProtocolError, "garbage frame"),
+    ("bad-token", GatewayAuthError, "rejected the token"),
+    ("device-identity", DeviceIdentityRequired, "device identity"),
+]
+
+
+@pytest.mark.parametrize(("behaviour", "error", "words"), FAULTS, ids=[f[0] for f in FAULTS])
+def test_each_fault_is_a_clear_error_in_bounded_time(fake_gateway, behaviour, error, words):
+    url = refused_url() if behaviour == "refused" else fake_gateway(
+        "ok" if behaviour == "bad-token" else behaviour).url
+    token = "wrong-token" if behaviour == "bad-token" else TOKEN
+    client = fast_client(url, token)
+    started = time.monotonic()
+    try:
+        with pytest.raises(error) as caught:
+            client.chat_abort("agent:main:loop")
+    finally:
+        client.close()
+    elapsed = time.monotonic() - started
+    # two attempts of at most 0.5 s connect + 0.5 s call, plus backoff and slack
+    assert elapsed < 4.0, f"{behaviour} took {elapsed:.1f} s"
+    message = str(caught.value)
+    assert words in message, message
+    assert token not in message
+    if not error.retryable:
+        assert "attempts" not in message, "auth failures must not be retried"
+
+
+def test_auth_failure_is_not_retried(fake_gateway):
+    gateway = fake_gateway("ok")
+    client = fast_client(gateway.url, "wrong-token", attempts=5)
+    with pytest.raises(GatewayAuthError):
+        client.sessions_list()
+    client.close()
+    assert gateway.connections == 1
+
+
+def test_connection_reports_the_close_reason_of_a_rejected_connect(fake_gateway):
+    gateway = fake_gateway("device-identity")
+    conn = GatewayConnection(gateway.url, TOKEN, timeout=1.0)
+    with pytest.raises(DeviceIdentityRequired) as caught:
+        conn.open()
+    assert "--method cli" in str(caught.value)
+    assert conn.closed
+
+
+# ------------------------------------------------------------------ clawwatch stop
+
+def stop_args(key: str, url: str | None, tmp_path, **extra) -> argparse.Namespace:
+    return argparse.Namespace(session_key=key, kill=False, method=extra.get("method"),
+                              state_dir=str(tmp_path / "state"), profile=None, log=None,
+                              gateway=url, config=None, json=True, timeout=1.0)
+
+
+def stop_env(tmp_path, token: str = TOKEN) -> dict:
+    return {"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "xdg"),
+            "OPENCLAW_GATEWAY_TOKEN": token, "PATH": "/usr/bin:/bin"}
+
+
+def run_stop(args, env) -> tuple[int, list[dict], str, float]:
+    out, err = io.StringIO(), io.StringIO()
+    started = time.monotonic()
+    code = stop_main(args, out=out, err=err, env=env)
+    lines = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+    return code, lines, err.getvalue(), time.monotonic() - started
+
+
+def test_stop_exits_0_and_audits_an_aborted_run(fake_gateway, tmp_path):
+    gateway = fake_gateway("ok")
+    code, lines, err, _ = run_stop(stop_args("agent:main:loop", gateway.url, tmp_path),
+                                   stop_env(tmp_path))
+    assert code == 0, err
+    assert lines[0]["type"] == "action" and lines[0]["ok"] is True
+    assert lines[0]["action"] == "abort" and "aborted run run-1" in lines[0]["detail"]
+    assert "ended (end status=cancelled" in lines[0]["detail"]
+    audit = [json.loads(line) for line in
+             (tmp_path / "xdg" / "clawwatch" / "audit.jsonl").read_text().splitlines()]
+    assert [entry["event"] for entry in audit] == ["attempt", "result"]
+    assert audit[1]["key"] == "agent:main:loop" and audit[1]["ok"] is True
+
+
+def test_stop_exits_0_on_an_idle_session(fake_gateway, tmp_path):
+    gateway = fake_gateway("ok")
+    code, lines, err, _ = run_stop(stop_args("agent:main:idle", gateway.url, tmp_path),
+                                   stop_env(tmp_path))
+    assert code == 0, err
+    assert "no active run (session idle)" in lines[0]["detail"]
+    assert [m for m, _ in gateway.requests] == ["connect", "chat.abort", "sessions.list"]
+
+
+@pytest.mark.parametrize("behaviour", ["refused", "stall-call", "garbage", "bad-token"])
+def test_stop_exits_1_with_an_error_line_when_the_gateway_fails(fake_gateway, tmp_path,
+                                                                behaviour):
+    url = refused_url() if behaviour == "refused" else fake_gateway(
+        "ok" if behaviour == "bad-token" else behaviour).url
+    env = stop_env(tmp_path, "wrong-token" if behaviour == "bad-token" else TOKEN)
+    code, lines, _, elapsed = run_stop(stop_args("agent:main:loop", url, tmp_path), env)
+    assert code == 1
+    assert [line["type"] for line in lines] == ["action", "error"]
+    assert lines[0]["ok"] is False and lines[1]["message"].startswith("stop agent:main:loop:")
+    assert "wrong-token" not in json.dumps(lines)
+    # 3 attempts of at most 1 s connect + 1 s call, plus backoff (0.25 + 0.5 s) and slack
+    assert elapsed < 8, f"{behaviour}: {elapsed:.1f} s"
+
+
+def test_stop_exits_2_without_a_gateway_url(tmp_path):
+    args = stop_args("agent:main:loop", None, tmp_path)
+    code, lines, err, _ = run_stop(args, stop_env(tmp_path))
+    assert code == 2 and lines == []
+    assert "no gateway URL" in err
+
+
+def test_stop_exits_2_for_cli_method_without_the_openclaw_cli(fake_gateway, tmp_path):
+    gateway = fake_gateway("ok")
+    args = stop_args("agent:main:loop", gateway.url, tmp_path, method="cli")
+    code, _, err, _ = run_stop(args, {**stop_env(tmp_path), "PATH": str(tmp_path)})
+    assert code == 2 and "openclaw CLI" in err
+
+
+FAKE_CLI = """#!/bin/sh
+printf '%s\\n' "$@" > "$0.argv"
+printf '%s|%s\\n' "$OPENCLAW_GATEWAY_URL" "$OPENCLAW_GATEWAY_TOKEN" > "$0.env"
+echo 'some log line the CLI prints first'
+echo '{"ok": true, "aborted": true, "runIds": ["run-cli"]}'
+"""
+
+
+def fake_cli(tmp_path) -> str:
+    path = tmp_path / "bin" / "openclaw"
+    path.parent.mkdir()
+    path.write_text(FAKE_CLI)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_device_identity_falls_back_to_the_cli_without_the_token_in_argv(fake_gateway,
+                                                                         tmp_path):
+    gateway = fake_gateway("device-identity")
+    cli = fake_cli(tmp_path)
+    env = {**stop_env(tmp_path), "OPENCLAW_BIN": cli}
+    code, lines, err, elapsed = run_stop(stop_args("agent:main:loop", gateway.url, tmp_path),
+                                         env)
+    assert code == 0, err
+    detail = lines[0]["detail"]
+    assert detail.startswith("RPC refused (the gateway requires a signed device identity")
+    assert "via the CLI: aborted run run-cli via openclaw gateway call chat.abort" in detail
+    argv = open(cli + ".argv").read().splitlines()
+    assert argv[:5] == ["gateway", "call", "chat.abort", "--json", "--params"]
+    assert json.loads(argv[5]) == {"sessionKey": "agent:main:loop"}
+    assert TOKEN not in " ".join(argv)
+    assert open(cli + ".env").read().strip() == f"{gateway.url}|{TOKEN}"
+    assert elapsed < 5
+
+
+def test_cli_method_reports_the_cli_error(tmp_path):
+    cli = tmp_path / "openclaw"
+    cli.write_text("#!/bin/sh\necho '{\"ok\":false,\"error\":{\"type\":\"gateway_unreachable\","
+                   "\"message\":\"connect ECONNREFUSED\"}}'\nexit 1\n")
+    cli.chmod(0o755)
+    env = {**stop_env(tmp_path), "OPENCLAW_BIN": str(cli)}
+    code, lines, _, _ = run_stop(stop_args("agent:main:loop", "ws://127.0.0.1:9", tmp_path,
+                                           method="cli"), env)
+    assert code == 1
+    assert "gateway_unreachable: connect ECONNREFUSED" in lines[0]["detail"]
+    assert lines[1]["type"] == "error"
+
+
+def wait_until(condition, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def listening_controller(url: str, token: str):
+    from monitor.act.controller import GatewayActionController
+    from monitor.discovery import Discovered
+
+    found = Discovered(None, None, {}, None, [], url, token)
+    return GatewayActionController(found, None, env={})
+
+
+def test_listener_subscribes_and_survives_a_gateway_without_those_methods(fake_gateway):
+    gateway = fake_gateway("ok")
+    controller = listening_controller(gateway.url, TOKEN)
+    controller.start_listening()
+    try:
+        assert wait_until(lambda: ("sessions.subscribe", {}) in gateway.requests)
+        assert wait_until(lambda: controller._listener is not None
+                          and controller.client._conn is not None)
+        time.sleep(0.3)
+        assert controller.listen_error is None and gateway.connections == 1
+    finally:
+        started = time.monotonic()
+        controller.close()
+        assert time.monotonic() - started < 3
+
+
+def test_listener_stops_on_a_rejected_token_and_says_why(fake_gateway):
+    gateway = fake_gateway("ok")
+    controller = listening_controller(gateway.url, "wrong-token")
+    controller.start_listening()
+    try:
+        assert wait_until(lambda: controller.listen_error is not None)
+        assert "rejected the token" in controller.listen_error
+        assert wait_until(lambda: not controller._listener.is_alive())
+        assert gateway.connections == 1
+    finally:
+        controller.close()

@@ -1,0 +1,198 @@
+"""Webhook delivery against a real local HTTP server: payloads, templates, retries, no blocking."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from monitor.act.webhooks import WebhookNotifier, render
+from monitor.config import WebhookConfig
+
+pytestmark = pytest.mark.timeout(60)
+
+CRITICAL = {"type": "finding", "ts": "2026-01-01T00:00:00.000Z", "key": "agent:main:loop",
+            "session_id": "s-1", "detector": "generic_repeat", "level": "critical",
+            "count": 20, "tool": "exec", "at_call": 21,
+            "message": 'CRITICAL: Called exec "ls" 20 times'}
+WARNING = {**CRITICAL, "level": "warning", "count": 10}
+ACTION = {"type": "action", "ts": "2026-01-01T00:00:01.000Z", "key": "agent:main:loop",
+          "action": "abort", "trigger": "generic_repeat", "ok": True,
+          "detail": "aborted run r-1 via chat.abort in 40 ms", "pids": []}
+
+
+class Receiver:
+    """A local HTTP server; ``statuses`` are answered in order (then 200)."""
+
+    def __init__(self, statuses: list[int] | None = None, stall: threading.Event | None = None):
+        self.statuses = list(statuses or [])
+        self.requests: list[tuple[str, dict, bytes]] = []
+        self.stall = stall
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                receiver.requests.append((self.path, dict(self.headers), body))
+                if receiver.stall is not None:
+                    receiver.stall.wait(10)
+                status = receiver.statuses.pop(0) if receiver.statuses else 200
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook/SECRET-PART"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                         daemon=True).start()
+
+    def close(self) -> None:
+        if self.stall is not None:
+            self.stall.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    made = []
+
+    def make(*args, **kwargs) -> Receiver:
+        made.append(Receiver(*args, **kwargs))
+        return made[-1]
+
+    yield make
+    for item in made:
+        item.close()
+
+
+def notifier_for(*webhooks: WebhookConfig, **kwargs) -> WebhookNotifier:
+    return WebhookNotifier(webhooks, backoff=0.01, **kwargs)
+
+
+def test_generic_json_payload_is_the_record(receiver):
+    server = receiver()
+    notifier = notifier_for(WebhookConfig(url=server.url))
+    assert notifier.notify(CRITICAL)
+    assert notifier.flush(10)
+    notifier.close()
+    ((path, headers, body),) = server.requests
+    assert path == "/hook/SECRET-PART"
+    assert headers["Content-Type"] == "application/json"
+    assert json.loads(body) == {"source": "clawwatch", **CRITICAL}
+    assert notifier.delivered == 1 and notifier.failed == 0
+
+
+def test_server_errors_are_retried_with_backoff_until_delivered(receiver):
+    server = receiver([500, 503])
+    notifier = notifier_for(WebhookConfig(url=server.url, retries=3))
+    notifier.notify(ACTION)
+    assert notifier.flush(10)
+    notifier.close()
+    bodies = [body for _, _, body in server.requests]
+    assert len(bodies) == 3 and len(set(bodies)) == 1
+    assert json.loads(bodies[0])["action"] == "abort"
+    assert (notifier.delivered, notifier.failed) == (1, 0)
+
+
+def test_delivery_gives_up_after_the_retries_and_reports_without_the_secret(receiver):
+    server = receiver([500] * 10)
+    notifier = notifier_for(WebhookConfig(url=server.url, retries=2))
+    notifier.notify(CRITICAL)
+    assert notifier.flush(10)
+    notifier.close()
+    assert len(server.requests) == 3
+    assert notifier.failed == 1
+    (error,) = notifier.drain_errors()
+    assert "HTTP 500" in error and "SECRET" not in error
+
+
+def test_a_client_error_is_not_retried_but_429_is(receiver):
+    rejecting = receiver([400])
+    throttling = receiver([429])
+    notifier = notifier_for(WebhookConfig(url=rejecting.url, retries=3),
+                            WebhookConfig(url=throttling.url, retries=3))
+    notifier.notify(CRITICAL)
+    assert notifier.flush(10)
+    notifier.close()
+    assert len(rejecting.requests) == 1
+    assert len(throttling.requests) == 2
+
+
+def test_refused_connections_are_retried_then_reported():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    notifier = notifier_for(WebhookConfig(url=f"http://127.0.0.1:{port}/x", retries=1,
+                                          timeout_seconds=1.0))
+    notifier.notify(CRITICAL)
+    assert notifier.flush(10)
+    notifier.close()
+    (error,) = notifier.drain_errors()
+    assert "ConnectError" in error and notifier.failed == 1
+
+
+def test_min_level_filters_findings_but_never_actions(receiver):
+    server = receiver()
+    notifier = notifier_for(WebhookConfig(url=server.url, min_level="critical"))
+    assert not notifier.notify(WARNING)
+    assert notifier.notify(ACTION)
+    assert notifier.flush(10)
+    notifier.close()
+    assert [json.loads(body)["type"] for _, _, body in server.requests] == ["action"]
+
+
+def test_ntfy_and_slack_templates(receiver):
+    ntfy, slack = receiver(), receiver()
+    notifier = notifier_for(WebhookConfig(url=ntfy.url, template="ntfy"),
+                            WebhookConfig(url=slack.url, template="slack"))
+    notifier.notify(CRITICAL)
+    assert notifier.flush(10)
+    notifier.close()
+    (_, headers, body), = ntfy.requests
+    assert body.decode() == CRITICAL["message"]
+    assert headers["Title"] == "clawwatch critical: generic_repeat on agent:main:loop"
+    assert headers["Priority"] == "urgent" and headers["Content-Type"].startswith("text/plain")
+    (_, headers, body), = slack.requests
+    assert json.loads(body) == {"text": "*clawwatch critical: generic_repeat on "
+                                        "agent:main:loop*\n" + CRITICAL["message"]}
+
+
+def test_custom_templates_substitute_fields_and_escape_json():
+    body, headers = render('{"title": "{detector} x{count}", "msg": "{message}"}', CRITICAL)
+    assert headers["Content-Type"] == "application/json"
+    assert json.loads(body) == {"title": "generic_repeat x20", "msg": CRITICAL["message"]}
+    body, headers = render("{level}: {key} {action}", ACTION)
+    assert body.decode() == "action: agent:main:loop abort"
+    assert headers["Content-Type"].startswith("text/plain")
+
+
+def test_notify_never_blocks_and_drops_when_the_queue_is_full(receiver):
+    stall = threading.Event()
+    server = receiver(stall=stall)
+    notifier = notifier_for(WebhookConfig(url=server.url, timeout_seconds=5.0), queue_size=2)
+    started = time.monotonic()
+    results = [notifier.notify(CRITICAL) for _ in range(6)]
+    assert time.monotonic() - started < 0.5
+    assert results.count(False) >= 3 and notifier.dropped == results.count(False)
+    stall.set()
+    assert notifier.flush(15)
+    notifier.close()
+    assert len(server.requests) == results.count(True)
+
+
+def test_close_is_bounded_with_a_stalled_receiver(receiver):
+    server = receiver(stall=threading.Event())
+    notifier = notifier_for(WebhookConfig(url=server.url, timeout_seconds=5.0, retries=5))
+    notifier.notify(CRITICAL)
+    started = time.monotonic()
+    notifier.close(timeout=0.5)
+    assert time.monotonic() - started < 3.0

@@ -1,0 +1,253 @@
+"""The dashboard's headless parts: snapshots, redaction, the ingest loop, the bell rules, themes.
+
+Real sources over simulator-written state dirs; no Textual app is started here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from test_ui_scenes import SECRET, FixedClock, scene_config, write_world
+
+from monitor.detect.engine import DetectionEngine
+from monitor.pipeline import Monitor, SessionState
+from monitor.snapshot import (
+    REDACTED,
+    STALL_AFTER_SECONDS,
+    AlertEntry,
+    SnapshotBuilder,
+    format_arguments,
+    redact,
+    redact_text,
+)
+from monitor.sources.sourceset import SourceSet
+from monitor.ui.alerting import BELL_MIN_INTERVAL, BELL_REPEAT_FLOOR, AlertBook
+from monitor.ui.ingest import IngestLoop
+from monitor.ui.themes import REPO_THEMES, load_themes
+
+
+@pytest.fixture(scope="module")
+def world():
+    made = write_world("core")
+    yield made
+    made.sim.close()
+
+
+def built(world, clock=None, **kw) -> tuple[Monitor, SnapshotBuilder]:
+    monitor = Monitor(SourceSet(state_dir=str(world.state_dir), log_path=str(world.log_path)),
+                      DetectionEngine(scene_config()))
+    builder = SnapshotBuilder(monitor, clock or world.clock, **kw)
+    monitor.quiet = True
+    while monitor.step() or builder.feed.backlog:
+        pass
+    builder.finish_scan()
+    return monitor, builder
+
+
+# ---------------------------------------------------------------- redaction
+
+
+@pytest.mark.parametrize("text, secret", [
+    ("curl -H 'Authorization: Bearer abcdefghijklmnop1234' x", "abcdefghijklmnop1234"),
+    ("export OPENAI=sk-proj-ABCDEFGHIJKLMNOP", "sk-proj-ABCDEFGHIJKLMNOP"),
+    ("git push https://bob:hunter2pass@github.com/x.git", "hunter2pass"),
+    ("deploy --token=zzzz9999 --force", "zzzz9999"),
+    ("API_KEY=live_1234567 ./run", "live_1234567"),
+    ("gh auth login ghp_abcdefghijklmnopqrstuvwx", "ghp_abcdefghijklmnopqrstuvwx"),
+    ("jwt eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0NTY3.SflKxwRJSMeKKF2QT4", "SflKxwRJSMeKKF2QT4"),
+])
+def test_secret_looking_text_is_redacted(text, secret):
+    masked = redact_text(text)
+    assert secret not in masked and REDACTED in masked
+
+
+def test_secret_named_keys_are_redacted_at_any_depth_and_the_rest_kept():
+    value = redact({"command": "ls -la", "headers": {"Authorization": "x", "Accept": "json"},
+                    "items": [{"password": "p"}, {"path": "/tmp"}], "apiKey": "k",
+                    "count": 3})
+    assert value == {"command": "ls -la", "headers": {"Authorization": REDACTED,
+                                                      "Accept": "json"},
+                     "items": [{"password": REDACTED}, {"path": "/tmp"}], "apiKey": REDACTED,
+                     "count": 3}
+    assert format_arguments({"command": "ls", "env": {"A": 1}}) == 'command=ls, env={"A": 1}'
+
+
+# ---------------------------------------------------------------- snapshots
+
+
+def test_board_rows_carry_state_worst_finding_burn_and_idle_time(world):
+    _, builder = built(world)
+    snap = builder.build()
+    rows = {r.key: r for r in snap.rows}
+    hammer = rows["agent:main:night-hammer"]
+    assert (hammer.state, hammer.worst_level, hammer.tool_calls) == ("looping", "critical", 25)
+    assert hammer.tokens_in > 0 and hammer.burn_per_minute > 0
+    assert 0 < hammer.budget_percent < 100
+    assert hammer.idle_seconds == int(world.clock.now - hammer.last_ts)
+    assert rows["agent:main:tidy"].state == "done"
+    assert not snap.scanning and snap.scan_done == snap.scan_total > 0
+    assert snap.top_burners[0].label == "agent:main:log-burner"
+
+
+def test_state_follows_the_clock_and_the_index_status():
+    state = SessionState("s1", key="k", status="running", last_ts=1000.0)
+    assert SnapshotBuilder._state_of(state, [], 5.0) == "running"
+    assert SnapshotBuilder._state_of(state, [], STALL_AFTER_SECONDS + 1) == "stalled"
+    state.status = None
+    assert SnapshotBuilder._state_of(state, [], 60.0) == "idle"
+    state.status = "killed"
+    assert SnapshotBuilder._state_of(state, [], 1.0) == "stopped"
+    state.status = "timeout"
+    assert SnapshotBuilder._state_of(state, [], 1.0) == "done"
+
+
+def test_focus_detail_has_streaks_pairs_and_a_redacted_timeline(world):
+    monitor, builder = built(world)
+    ids = {s.key: s.session_id for s in monitor.sessions.values()}
+    builder.focus = ids["agent:main:pingpong"]
+    focus = builder.build().focus
+    assert focus.label == "agent:main:pingpong"
+    assert focus.pairs and focus.pairs[0].count >= 10 and focus.pairs[0].no_progress
+    pingpong = next(s for s in focus.streaks if s.detector == "ping_pong")
+    assert pingpong.count == focus.pairs[0].count
+    builder.focus = ids["agent:main:night-hammer"]
+    timeline = builder.build().focus.timeline
+    assert [c.index for c in timeline] == list(range(1, 26))
+    assert not timeline[0].repeats and all(c.repeats for c in timeline[1:])
+    assert ("generic_repeat", "critical") in timeline[20].marks and not timeline[19].marks
+    assert timeline[0].tokens_in and timeline[0].exit_code == 2
+    builder.focus = ids["agent:main:deploy"]
+    deploy = builder.build().focus.timeline
+    assert all(SECRET not in c.arguments and REDACTED in c.arguments for c in deploy)
+
+
+def test_history_findings_become_acknowledged_alerts(world):
+    monitor, builder = built(world)
+    alerts = builder.build().alerts
+    assert len(alerts) == sum(len(s.findings) for s in monitor.sessions.values())
+    assert all(a.history for a in alerts)
+    assert [a.ts for a in alerts] == sorted(a.ts for a in alerts)
+
+
+def test_gateway_log_tail_is_bounded_and_in_order(world):
+    _, builder = built(world)
+    log = builder.build().log
+    assert 0 < len(log) <= 1000
+    assert [line.seq for line in log] == sorted(line.seq for line in log)
+    assert {"INFO", "DEBUG"} <= {line.level for line in log}
+
+
+def test_gateway_log_lines_are_shown_redacted(tmp_path):
+    line = {"0": '{"subsystem":"gateway/ws"}', "1": "auth ok Bearer abcdefghijklmnop1234",
+            "_meta": {"logLevelName": "INFO", "date": "2026-11-29T13:56:57.276Z"},
+            "time": "2026-11-29T13:56:57.276+00:00"}
+    log = tmp_path / "openclaw.log"
+    log.write_text(json.dumps(line) + "\n")
+    monitor = Monitor(SourceSet(log_path=str(log)), DetectionEngine(scene_config()))
+    builder = SnapshotBuilder(monitor, FixedClock(0.0))
+    monitor.step()
+    [shown] = builder.build().log
+    assert (shown.level, shown.subsystem) == ("INFO", "gateway/ws")
+    assert shown.message == f"auth ok Bearer {REDACTED}"
+
+
+def test_missing_inputs_show_with_their_hint(world):
+    _, builder = built(world, expected=[("gateway log", str(world.root / "nope.log"),
+                                         "pass --log FILE"), ("state dir", None, "pass --x")])
+    lines = builder.build().sources
+    bad = [s.text for s in lines if not s.ok]
+    assert bad == [f"gateway log: missing {world.root / 'nope.log'} — pass --log FILE",
+                   "state dir: not found — pass --x"]
+    assert any(s.ok and "sqlite" in s.text for s in lines)
+
+
+# ---------------------------------------------------------------- ingest loop
+
+
+def test_first_scan_fills_the_board_progressively_then_goes_live(world):
+    published = []
+    loop = IngestLoop(lambda: Monitor(SourceSet(state_dir=str(world.state_dir),
+                                                log_path=str(world.log_path)),
+                                      DetectionEngine(scene_config())),
+                      FixedClock(world.clock.now), published.append, poll_seconds=0.05,
+                      min_interval=0.0, slice_events=40)
+    thread = threading.Thread(target=loop.run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not (published and not published[-1].scanning):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        loop.stop()
+        thread.join(5)
+    scanning = [s for s in published if s.scanning]
+    assert len(scanning) >= 3
+    assert [s.scan_done for s in scanning] == sorted(s.scan_done for s in scanning)
+    assert any(0 < len(s.rows) < 6 for s in scanning) or scanning[0].scan_total == 0
+    assert len(published[-1].rows) == 6 and published[-1].alerts
+    assert loop.finished.is_set()
+
+
+# ---------------------------------------------------------------- the bell
+
+
+def alert(seq, level="critical", key="k", history=False) -> AlertEntry:
+    return AlertEntry(seq, 0.0, "finding", level, key, "s", "generic_repeat", 20, "exec", "m",
+                      history)
+
+
+def test_bell_rings_once_per_burst_and_repeats_only_at_a_bounded_rate():
+    clock = FixedClock(100.0)
+    book = AlertBook(clock, repeat_seconds=0.5)
+    alerts = [alert(1), alert(2)]
+    assert book.should_ring(2, alerts)
+    assert not book.should_ring(1, alerts)
+    clock.now += BELL_MIN_INTERVAL
+    assert book.should_ring(1, alerts)
+    clock.now += BELL_REPEAT_FLOOR - 0.1
+    assert not book.should_ring(0, alerts)
+    clock.now += 0.2
+    assert book.should_ring(0, alerts)
+    book.acknowledge(alerts, "k")
+    clock.now += 10
+    assert not book.should_ring(0, alerts)
+
+
+def test_warnings_history_and_mute_never_ring_and_acks_are_per_session():
+    clock = FixedClock(0.0)
+    book = AlertBook(clock, repeat_seconds=5)
+    assert book.take_new([alert(1, history=True), alert(2, "warning")]) == [alert(2, "warning")]
+    assert book.unacked_critical([alert(1, history=True), alert(2, "warning")]) == []
+    book.muted = True
+    assert not book.should_ring(1, [alert(3)])
+    alerts = [alert(3, key="a"), alert(4, key="b")]
+    assert book.acknowledge(alerts, "a") == 1
+    assert [a.session_key for a in book.unacked_critical(alerts)] == ["b"]
+    assert book.acknowledge(alerts) == 1 and book.unacked_critical(alerts) == []
+
+
+# ---------------------------------------------------------------- themes
+
+
+def test_repo_themes_load_and_a_broken_file_is_reported(tmp_path):
+    themes, errors = load_themes(REPO_THEMES)
+    assert errors == [] and {"dark", "light", "night"} <= {t.name for t in themes}
+    (tmp_path / "bad.yaml").write_text("name: bad\nprimary: '#12'\nsparkle: 1\n")
+    (tmp_path / "worse.yaml").write_text(": : :\n")
+    themes, errors = load_themes(tmp_path)
+    assert [t.name for t in themes] == ["dark"]
+    assert len(errors) == 2 and any("bad.yaml: unknown key(s): sparkle" in e for e in errors)
+
+
+def test_importing_the_snapshot_module_loads_neither_textual_nor_rich():
+    probe = ("import sys, monitor.snapshot, monitor.ui.alerting\n"
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual','rich')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"

@@ -1,0 +1,352 @@
+"""The dashboard driven by its keys (Textual pilot), on simulated OpenClaw state dirs.
+
+Every app is built by ``build_app`` as the CLI builds it. Read-only tests share
+one written scene; tests that need live findings write their own and keep the
+simulator stepping while the app runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_ui_scenes import (
+    SECRET,
+    RecordingController,
+    open_app,
+    settle,
+    wait_for,
+    write_world,
+)
+
+from monitor.act.api import ProcessInfo
+from monitor.ui.messages import Rang
+from monitor.ui.panes.alerts import AlertsPane
+from monitor.ui.panes.board import SessionsBoard
+from monitor.ui.panes.gatewaylog import LogView
+from monitor.ui.panes.side import StreaksPane
+from monitor.ui.panes.status import StatusLine
+from monitor.ui.screens.detail import DetailScreen, TimelineTable
+from monitor.ui.screens.dialogs import ConfirmScreen, HelpScreen
+from monitor.ui.themes import REPO_THEMES
+
+SIZE = (160, 48)
+LIVE_PLAN = (("hammer", "agent:main:hammer", 5), ("pingpong", "agent:main:pingpong", 5),
+             ("healthy", "agent:main:tidy", 2))
+
+
+@pytest.fixture(scope="module")
+def scene():
+    world = write_world("pilot")
+    yield world
+    world.sim.close()
+
+
+@pytest.fixture
+def live(tmp_path):
+    world = write_world("live", LIVE_PLAN, root=tmp_path)
+    yield world
+    world.sim.close()
+
+
+def board_keys(app) -> list[str]:
+    return [app.latest.row(key).key for key in app.query_one(SessionsBoard).keys]
+
+
+def selected_key(app) -> str:
+    return app.latest.row(app.view.selected).key
+
+
+async def select(pilot, key: str) -> None:
+    for _ in range(len(pilot.app.latest.rows)):
+        if selected_key(pilot.app) == key:
+            await settle(pilot)
+            return
+        await pilot.press("down")
+    raise AssertionError(f"{key} not on the board")
+
+
+async def test_cursor_selects_a_session_and_the_side_panes_follow(scene):
+    app = open_app(scene)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        order = board_keys(app)
+        assert order[0] == "agent:main:night-hammer"
+        assert selected_key(app) == order[0]
+        await pilot.press("down")
+        assert selected_key(app) == order[1]
+        await settle(pilot)
+        assert app.latest.focus.label == order[1]
+        assert order[1] in app.query_one(StreaksPane).border_title
+
+
+async def test_enter_opens_the_timeline_with_secrets_redacted(scene):
+    app = open_app(scene)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select(pilot, "agent:main:deploy")
+        await pilot.press("enter")
+        assert isinstance(app.screen, DetailScreen)
+        table = app.screen.query_one(TimelineTable)
+        await wait_for(pilot, lambda: len(table.rows) == 3)
+        args = [table.cell(str(n), "args")[0] for n in (1, 2, 3)]
+        assert all("«redacted»" in a for a in args)
+        assert not any(SECRET in a or "abc123secret" in a for a in args)
+        assert table.cell("3", "exit")[0] == "22"
+        assert table.cell("3", "rep")[0] == "↻"
+        await pilot.press("f", "slash")
+        assert app.view.board_filter == "all" and app.view.search == ""
+        await pilot.press("escape")
+        assert not isinstance(app.screen, DetailScreen)
+
+
+async def test_search_highlights_matches_and_n_and_N_move(scene):
+    app = open_app(scene)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"tool end")
+        view = app.query_one(LogView)
+        await wait_for(pilot, lambda: len(view.matches) > 3)
+        assert app.view.search == "tool end"
+        count = len(view.matches)
+        assert view.current is None
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.focused is view)
+        assert view.current == count - 1
+        line = view.line_text(view.matches[-1])
+        assert any(span.style == view.palette.current_match for span in line.spans)
+        await pilot.press("n")
+        assert view.current == 0
+        await pilot.press("N", "N")
+        assert view.current == count - 2
+        await pilot.press("escape")
+        assert app.view.search == "" and view.matches == []
+
+
+async def test_f_filters_the_focused_pane(scene):
+    app = open_app(scene)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        board = app.query_one(SessionsBoard)
+        await pilot.press("f")
+        assert app.view.board_filter == "active"
+        assert "agent:main:tidy" not in board_keys(app) and len(board.rows) == 5
+        await pilot.press("f")
+        assert app.view.board_filter == "problems"
+        assert set(board_keys(app)) == {r.key for r in app.latest.rows if r.worst_level}
+        alerts = app.query_one(AlertsPane)
+        while app.focused is not alerts:
+            await pilot.press("tab")
+        await pilot.press("f", "f")
+        assert app.view.alert_filter == "critical"
+        criticals = [a for a in app.latest.alerts if a.level == "critical"]
+        assert criticals and len(alerts.rows) == len(criticals)
+        while not isinstance(app.focused, LogView):
+            await pilot.press("tab")
+        shown = len(app.query_one(LogView).lines)
+        await pilot.press("f")
+        assert app.view.log_filter == "info"
+        lines = app.query_one(LogView).lines
+        assert 0 < len(lines) < shown and all(line.level != "DEBUG" for line in lines)
+
+
+async def test_t_switches_theme_and_recolours_the_board(scene):
+    app = open_app(scene)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.theme == "dark"
+        seen = []
+        for _ in range(3):
+            await pilot.press("t")
+            await pilot.pause()
+            _, style = app.query_one(SessionsBoard).cell(app.view.selected, "worst")
+            assert style.color == app.palette.level("critical").color
+            seen.append((app.theme, style.color))
+        assert [name for name, _ in seen] == ["light", "night", "dark"]
+        assert len({colour for _, colour in seen}) == 3
+
+
+async def test_stop_asks_first_and_cancel_does_nothing(scene):
+    controller = RecordingController()
+    app = open_app(scene, controller=controller)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        key = selected_key(app)
+        await pilot.press("s")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert controller.calls == []
+        await pilot.press("s", "y")
+        await wait_for(pilot, lambda: app.actions)
+        assert controller.calls == [("stop", key, "abort")]
+        await wait_for(pilot, lambda: any(a.kind == "action" and a.session_key == key
+                                          for a in app.latest.alerts))
+
+
+async def test_kill_lists_pids_and_commands_and_needs_a_yes(scene):
+    candidate = ProcessInfo(4242, 1.0, "sleep 999 --loop-helper", "agent:main:night-hammer",
+                            "cwd under the session workspace")
+    controller = RecordingController([candidate])
+    app = open_app(scene, controller=controller)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        key = selected_key(app)
+        await pilot.press("K")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        body = str(app.screen.body)
+        assert "4242" in body and "sleep 999 --loop-helper" in body
+        await pilot.press("escape")
+        assert controller.calls == [("candidates", key)]
+        await pilot.press("K")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.actions)
+        assert controller.calls[-1] == ("kill", key)
+        assert app.actions[-1].pids == (4242,)
+
+
+async def test_kill_without_processes_does_not_ask(scene):
+    controller = RecordingController([])
+    app = open_app(scene, controller=controller)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("K")
+        await wait_for(pilot, lambda: controller.calls)
+        await pilot.pause(0.05)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert [c[0] for c in controller.calls] == ["candidates"]
+
+
+async def test_bell_rings_on_a_live_critical_and_not_on_a_warning(live, monkeypatch):
+    app = open_app(live)
+    rang: list[str] = []
+    messages: list[Rang] = []
+    monkeypatch.setattr(app, "bell", lambda: rang.append("bell"))
+    async with app.run_test(size=SIZE, message_hook=lambda m: isinstance(m, Rang)
+                            and messages.append(m)) as pilot:
+        await settle(pilot)
+        live.step("agent:main:pingpong", 7)
+        await wait_for(pilot, lambda: any(a.level == "warning" and not a.history
+                                          for a in app.latest.alerts))
+        await pilot.pause(0.1)
+        assert rang == [] and messages == []
+        live.step("agent:main:hammer", 17)
+        await wait_for(pilot, lambda: any(a.level == "critical" for a in app.latest.alerts))
+        await wait_for(pilot, lambda: rang)
+        assert rang == ["bell"]
+        assert "agent:main:hammer" in messages[0].reason
+
+
+async def test_acknowledge_mute_and_repeat(live, monkeypatch):
+    config = _with_alerts(bell_repeat_seconds=5.0)
+    app = open_app(live, config=config)
+    rang: list[str] = []
+    monkeypatch.setattr(app, "bell", lambda: rang.append("bell"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        live.step("agent:main:pingpong", 7)
+        live.step("agent:main:hammer", 17)
+        await wait_for(pilot, lambda: app.book.unacked_critical(app.latest.alerts))
+        await wait_for(pilot, lambda: rang == ["bell"])
+        await settle(pilot)
+        live.clock.now += 6
+        app.repeat_bell()
+        assert rang == ["bell", "bell"]
+        await select(pilot, "agent:main:hammer")
+        await pilot.press("a")
+        assert app.book.unacked_critical(app.latest.alerts) == []
+        pending = [a for a in app.latest.alerts if not app.book.is_acked(a)]
+        assert pending and {a.session_key for a in pending} == {"agent:main:pingpong"}
+        live.clock.now += 6
+        app.repeat_bell()
+        assert rang == ["bell", "bell"]
+        await pilot.press("A")
+        assert all(app.book.is_acked(a) for a in app.latest.alerts)
+        await pilot.press("m")
+        assert app.book.muted
+        before = app.latest.alerts[-1].seq
+        live.step("agent:main:hammer", 10)
+        await wait_for(pilot, lambda: any(a.level == "critical" and a.seq > before
+                                          for a in app.latest.alerts))
+        await pilot.pause(0.1)
+        assert rang == ["bell", "bell"]
+
+
+async def test_pause_freezes_the_display_while_reading_goes_on(live):
+    app = open_app(live)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        board = app.query_one(SessionsBoard)
+        hammer = next(r.session_id for r in app.latest.rows if r.key == "agent:main:hammer")
+        shown = board.cell(hammer, "calls")[0].strip()
+        await pilot.press("p")
+        assert app.view.paused
+        live.step("agent:main:hammer", 3)
+        await wait_for(pilot, lambda: app.latest.row(hammer).tool_calls == int(shown) + 3)
+        assert board.cell(hammer, "calls")[0].strip() == shown
+        await pilot.press("p")
+        assert board.cell(hammer, "calls")[0].strip() == str(int(shown) + 3)
+
+
+async def test_broken_theme_file_falls_back_with_a_visible_message(scene, tmp_path):
+    themes = tmp_path / "themes"
+    themes.mkdir()
+    (themes / "dark.yaml").write_text((REPO_THEMES / "dark.yaml").read_text())
+    (themes / "broken.yaml").write_text("name: broken\nprimary: not-a-colour\n")
+    app = open_app(scene, theme="broken", themes_directory=themes)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.theme == "dark"
+        notes = " ".join(app.query_one(StatusLine).notes)
+        assert "broken.yaml: primary: 'not-a-colour' is not a colour" in notes
+        assert "theme 'broken' not found" in notes
+        rendered = str(app.query_one("#status-text").render())
+        assert "not-a-colour" in rendered
+
+
+async def test_a_missing_log_shows_in_the_status_line(scene):
+    app = open_app(scene, log=Path(scene.root / "gone.log"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        missing = [s for s in app.latest.sources if not s.ok]
+        assert len(missing) == 1 and "gone.log" in missing[0].text
+        assert "--log FILE" in str(app.query_one("#status-text").render())
+        assert len(app.latest.rows) == 6
+
+
+async def test_every_action_is_in_the_command_palette(scene):
+    app = open_app(scene)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        for title in ("Stop session", "Kill processes", "Acknowledge session",
+                      "Acknowledge all", "Mute / unmute bell", "Search gateway log", "Filter",
+                      "Sort board", "Pause / resume display", "Session detail", "Help",
+                      "Next theme", "Theme: night", "Quit"):
+            assert title in titles
+        await pilot.press("ctrl+p", *"Mute / unmute")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.book.muted)
+
+
+async def test_help_opens_and_q_quits_stopping_the_reader(scene):
+    app = open_app(scene)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("q")
+    assert app.ingest.finished.is_set()
+
+
+def _with_alerts(**changes):
+    import dataclasses
+
+    from test_ui_scenes import scene_config
+
+    config = scene_config()
+    return dataclasses.replace(config, alerts=dataclasses.replace(config.alerts, **changes))
