@@ -32,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"clawwatch {__version__}")
     _add_discovery_flags(parser)
     parser.add_argument("--theme", help="dashboard theme name")
+    parser.add_argument("--act", choices=("off", "dry-run", "auto"),
+                        help="action mode (default: actions.mode in the config)")
     commands = parser.add_subparsers(dest="command")
 
     replay = commands.add_parser("replay", help="read history to the end and report")
@@ -247,12 +249,47 @@ def cmd_dashboard(args) -> int:
     from monitor.ui import build_app
 
     config = _load_config(args.config)
+    if getattr(args, "command", None) == "demo":
+        options = {}
+    else:
+        found = _discover(args)
+        try:
+            require_something(found)
+        except DiscoveryError as exc:
+            raise SetupError(str(exc)) from None
+        options = _dashboard_actions(found, config, getattr(args, "act", None), args.gateway)
     try:
-        app = build_app(args, config=config)
+        app = build_app(args, config=config, **options)
     except DiscoveryError as exc:
         raise SetupError(str(exc)) from None
     app.run()
     return app.return_code or 0
+
+
+def _dashboard_actions(found, config, mode: str | None, gateway_url: str | None) -> dict:
+    """The real controller for the s/K keys, and the action policy run after each step."""
+    from monitor.act.audit import AuditedController, AuditLog
+    from monitor.act.controller import GatewayActionController
+    from monitor.act.loop import build_action_loop
+
+    gateway_controller = GatewayActionController(found, config, url=gateway_url)
+    controller = AuditedController(gateway_controller, AuditLog(config.actions.audit_log))
+    state: dict = {}
+
+    def after_step(monitor, records: list[dict]) -> list[dict]:
+        if "loop" not in state:
+            state["loop"] = build_action_loop(monitor, found, config, mode=mode,
+                                              gateway_url=gateway_url,
+                                              controller=gateway_controller)
+        return state["loop"].process(records)
+
+    def close() -> None:
+        if "loop" in state:
+            state["loop"].close()
+        else:
+            gateway_controller.close()
+
+    return {"controller": controller, "after_step": after_step, "on_close": [close]}
 
 
 def cmd_stop(args) -> int:

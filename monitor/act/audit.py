@@ -67,3 +67,33 @@ class AuditLog:
             if isinstance(entry, dict):
                 entries.append(entry)
         return entries
+
+
+class AuditedController:
+    """Wraps an ActionController so every attempt and result reaches the audit log
+    (the dashboard's keys go through this; the policy audits its own actions)."""
+
+    def __init__(self, inner, audit: AuditLog, *, mode: str = "manual") -> None:
+        self.inner = inner
+        self.audit = audit
+        self.mode = mode
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def _performed(self, key: str, action: str, trigger: str | None, perform):
+        base = {"key": key, "action": action, "mode": self.mode, "trigger": trigger}
+        self.audit.append({"event": "attempt", **base})
+        result = perform()
+        self.audit.append({"event": "result", **base, "ok": result.ok,
+                           "detail": result.detail, "pids": list(result.pids)})
+        return result
+
+    def stop(self, session_key: str, *, method="abort", trigger: str | None = None):
+        return self._performed(session_key, method, trigger,
+                               lambda: self.inner.stop(session_key, method=method,
+                                                       trigger=trigger))
+
+    def kill(self, session_key: str, *, trigger: str | None = None, **options):
+        return self._performed(session_key, "kill", trigger,
+                               lambda: self.inner.kill(session_key, trigger=trigger, **options))

@@ -72,6 +72,7 @@ class ClawwatchApp(AlertsAndActions, App):
                  expected: Iterable[tuple[str, str | None, str]] = (),
                  poll_seconds: float = 0.5, themes_directory: Path | None = None,
                  on_close: Iterable[Callable[[], None]] = (),
+                 after_step: Callable[[object, list[dict]], list[dict]] | None = None,
                  terminal_notifications: bool | None = None) -> None:
         super().__init__()
         self.controller = controller
@@ -88,7 +89,8 @@ class ClawwatchApp(AlertsAndActions, App):
                               repeat_seconds=config.alerts.bell_repeat_seconds)
         self.ingest = IngestLoop(monitor_factory, clock,
                                  lambda snapshot: self.post_message(SnapshotReady(snapshot)),
-                                 poll_seconds=poll_seconds, expected=expected)
+                                 poll_seconds=poll_seconds, expected=expected,
+                                 after_step=after_step)
         self.latest = Snapshot(seq=0, taken_at=clock())
         self.displayed = self.latest
         self.theme_names: list[str] = []

@@ -27,8 +27,10 @@ class IngestLoop:
                  publish: Callable[[Snapshot], None], *, poll_seconds: float = 0.5,
                  expected: Iterable[tuple[str, str | None, str]] = (),
                  min_interval: float = MIN_INTERVAL, heartbeat: float = HEARTBEAT,
-                 slice_events: int | None = None) -> None:
+                 slice_events: int | None = None,
+                 after_step: Callable[[object, list[dict]], list[dict]] | None = None) -> None:
         self.monitor_factory = monitor_factory
+        self.after_step = after_step
         self.clock = clock
         self.publish = publish
         self.poll_seconds = poll_seconds
@@ -100,6 +102,8 @@ class IngestLoop:
             builder.focus = self._focus
             read_before = feed.read
             records = monitor.step()
+            if self.after_step is not None and not builder.scanning:
+                records += self.after_step(monitor, records)
             while not self._inbox.empty():
                 records.append(self._inbox.get_nowait())
             builder.absorb(records)
