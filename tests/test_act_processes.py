@@ -139,9 +139,15 @@ def test_exec_shells_lists_the_tree_and_not_the_lookalike(tree_factory, lookalik
 def test_kill_ends_the_whole_group_and_nothing_else(tree_factory, lookalike):
     tree = tree_factory("sleep 300 & (sleep 303 &); sleep 301; wait", "sleep 305")
     target, bystander = pt.exec_shells(tree.proc)
-    group = set(pt.group_snapshot(target.pid))
-    commands = sorted(" ".join(proc.cmdline()) for proc in group if proc.pid != target.pid)
-    assert commands == ["sleep 300", "sleep 301", "sleep 303"], "the orphan is a member too"
+    expected = ["sleep 300", "sleep 301", "sleep 303"]
+    deadline = time.monotonic() + 10
+    while True:  # the subshell forks before it execs `sleep 303`
+        group = set(pt.group_snapshot(target.pid))
+        commands = sorted(" ".join(proc.cmdline()) for proc in group if proc.pid != target.pid)
+        if commands == expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert commands == expected, "the orphan is a member too"
     started = time.monotonic()
     outcome = pt.kill_shell(target.pid, target.create_time, tree.proc, grace=3.0)
     assert outcome.ok, outcome.detail
