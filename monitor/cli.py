@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 
 from monitor import __version__
@@ -66,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--legacy", action="store_true", help="write legacy JSONL, not SQLite")
     demo.add_argument("--act", choices=("off", "dry-run", "auto"), help="action mode")
     demo.add_argument("--theme", help="dashboard theme name")
+    demo.add_argument("--rate", type=float,
+                      help="simulated model turns per second, all sessions together (default 8)")
 
     stop = commands.add_parser("stop", help="abort a session's active run through the gateway")
     _add_discovery_flags(stop)
@@ -85,11 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 # ---------------------------------------------------------------------- helpers
 
-def _load_config(path: str | None):
+def _load_config(path: str | None, env=None):
     from monitor.config import ConfigError, load_config
 
     try:
-        config = load_config(path)
+        config = load_config(path) if env is None else load_config(path, env)
     except ConfigError as exc:
         raise SetupError("\n".join(exc.errors)) from None
     for warning in config.warnings:
@@ -222,36 +225,40 @@ def cmd_watch(args) -> int:
 def cmd_demo(args) -> int:
     if not args.headless:
         return cmd_dashboard(args)
-    from monitor.act.api import DryRunController
     from monitor.act.loop import build_action_loop
     from monitor.demo import DemoWorld
-    from monitor.live import run_live
+    from monitor.live import install_stop_signals, run_live
     from monitor.pipeline import Monitor
     from monitor.sources.sourceset import SourceSet
 
-    config = _load_config(args.config)
-    world = DemoWorld(era="legacy" if args.legacy else "sqlite").start()
-    sources = SourceSet(state_dir=str(world.state_dir), log_path=str(world.log_path))
-    monitor = Monitor(sources, _engine(config))
-    actions = build_action_loop(monitor, None, config, mode=args.act,
-                                controller=DryRunController())
+    stop = install_stop_signals()
+    world = DemoWorld(era="legacy" if args.legacy else "sqlite", rate=args.rate).start()
+    actions = sources = None
     try:
+        config = _load_config(args.config, env=world.config_env())
+        sources = SourceSet(state_dir=str(world.state_dir), log_path=str(world.log_path))
+        monitor = Monitor(sources, _engine(config))
+        actions = build_action_loop(monitor, world.discovered(), config, mode=args.act,
+                                    controller=world.controller(config))
         run_live(monitor, actions.wrap_emit(lambda records: _emit(records, args.json)),
-                 seconds=args.seconds, poll_seconds=0.5, catch_up_quietly=False)
+                 seconds=args.seconds, poll_seconds=0.5, catch_up_quietly=False, stop=stop)
     finally:
-        _emit(actions.close(), args.json)
-        sources.close()
+        if actions is not None:
+            _emit(actions.close(), args.json)
+        if sources is not None:
+            sources.close()
         world.close()
     return 0
 
 
 def cmd_dashboard(args) -> int:
+    from monitor.config import ConfigError
     from monitor.ui import build_app
 
-    config = _load_config(args.config)
     if getattr(args, "command", None) == "demo":
-        options = {}
+        config, options = None, {}      # the demo loads it with its overlay
     else:
+        config = _load_config(args.config)
         found = _discover(args)
         try:
             require_something(found)
@@ -262,6 +269,11 @@ def cmd_dashboard(args) -> int:
         app = build_app(args, config=config, **options)
     except DiscoveryError as exc:
         raise SetupError(str(exc)) from None
+    except ConfigError as exc:
+        raise SetupError("\n".join(exc.errors)) from None
+    if config is None:      # the demo: quit cleanly (temp dir, children) when told to
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, lambda number, frame: app.exit())
     app.run()
     return app.return_code or 0
 

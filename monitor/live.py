@@ -13,7 +13,8 @@ from monitor.sources.wake import Waker
 
 
 def install_stop_signals() -> threading.Event:
-    """SIGTERM and SIGINT end the loop cleanly (checkpoint saved, files closed)."""
+    """SIGTERM, SIGINT and SIGHUP (terminal closed) end the loop cleanly (checkpoint saved,
+    files closed)."""
     stop = threading.Event()
 
     def handler(signum, frame):
@@ -21,6 +22,7 @@ def install_stop_signals() -> threading.Event:
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGHUP, handler)
     return stop
 
 

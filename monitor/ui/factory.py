@@ -56,6 +56,34 @@ def _monitor_factory(state_dir: str | None, log_path: str | None, config: Config
     return make
 
 
+def _theme(options: DashboardOptions, config: Config) -> str | None:
+    return options.theme or (config.ui.theme if config.ui.theme != UiConfig().theme else None)
+
+
+def _demo_app(options: DashboardOptions, config: Config | None,
+              controller: ActionController | None, clock: Callable[[], float],
+              poll_seconds: float, mode: str | None, app_options: dict) -> ClawwatchApp:
+    """The dashboard on a ``DemoWorld``. Without a ``controller`` the keys and ``--act``
+    act through the demo's own gateway endpoint, with the demo config overlay over the
+    user's config (unless ``config`` is given)."""
+    from monitor.demo import DemoWorld
+
+    world = DemoWorld(era="legacy" if options.legacy else "sqlite").start()
+    try:
+        config = config if config is not None else load_config(options.config,
+                                                                world.config_env())
+        wiring = world.dashboard_actions(config, mode) if controller is None else {}
+    except BaseException:
+        world.close()
+        raise
+    controller = wiring.pop("controller", controller)
+    on_close = [*wiring.pop("on_close", []), *app_options.pop("on_close", []), world.close]
+    return ClawwatchApp(
+        _monitor_factory(str(world.state_dir), str(world.log_path), config), controller,
+        config, theme=_theme(options, config), clock=clock, poll_seconds=poll_seconds,
+        sub_title="demo: simulated sessions", on_close=on_close, **wiring, **app_options)
+
+
 def build_app(args_or_options, *, config: Config | None = None,
               controller: ActionController | None = None,
               clock: Callable[[], float] = time.time, poll_seconds: float = 0.5,
@@ -66,18 +94,12 @@ def build_app(args_or_options, *, config: Config | None = None,
     dry-run stand-in. Extra keyword arguments go to ``ClawwatchApp``.
     """
     options = options_from(args_or_options)
+    if options.demo:
+        return _demo_app(options, config, controller, clock, poll_seconds,
+                         getattr(args_or_options, "act", None), app_options)
     config = config if config is not None else load_config(options.config)
     controller = controller if controller is not None else DryRunController()
-    theme = options.theme or (config.ui.theme if config.ui.theme != UiConfig().theme
-                              else None)
-    if options.demo:
-        from monitor.demo import DemoWorld
-
-        world = DemoWorld(era="legacy" if options.legacy else "sqlite").start()
-        return ClawwatchApp(
-            _monitor_factory(str(world.state_dir), str(world.log_path), config), controller,
-            config, theme=theme, clock=clock, poll_seconds=poll_seconds,
-            sub_title="demo: simulated sessions", on_close=[world.close], **app_options)
+    theme = _theme(options, config)
     from monitor.discovery import discover, require_something
 
     found = discover(state_dir=options.state_dir, profile=options.profile, log=options.log,
