@@ -40,8 +40,17 @@ class ConfigError(Exception):
     """A config that cannot be used; ``errors`` holds every ``FILE:key: message`` line."""
 
     def __init__(self, errors: list[str]) -> None:
+        errors = [_one_line(error) for error in errors]
         super().__init__("\n".join(errors))
         self.errors = errors
+
+
+def _one_line(text: str) -> str:
+    """``text`` with control characters escaped: a YAML key can hold a newline, and each
+    error must stay one ``FILE:key: message`` line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _minimum(value: int) -> dict:

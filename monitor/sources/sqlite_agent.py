@@ -28,7 +28,7 @@ import zstandard
 
 from monitor.events import SessionInfo, SourceNotice
 from monitor.sources.base import Source
-from monitor.sources.transcript import UnknownEntry, parse_entry
+from monitor.sources.transcript import UnknownEntry, epoch_seconds, parse_entry
 
 KNOWN_SCHEMA_VERSION = 24
 KEYSET_BATCH = 2000
@@ -236,7 +236,7 @@ class SqliteAgentSource(Source):
             if isinstance(entry.get("activeWriterRunId"), str) else None,
             aborted_last_run=entry.get("abortedLastRun") is True,
             label=label or display_name,
-            updated_at=(updated / 1000.0) if updated else None,
+            updated_at=epoch_seconds(updated / 1000.0) if updated else None,
             input_tokens=as_int("inputTokens"), output_tokens=as_int("outputTokens"),
             total_tokens=as_int("totalTokens"),
             origin=f"{self.path}#node:{key}",
@@ -282,12 +282,8 @@ class SqliteAgentSource(Source):
         where = f"{sid}:{seq}"
         origin = f"{self.path}#{where}"
         if event_json is None and event_zstd is not None:
-            try:
-                limit = utf8_bytes if isinstance(utf8_bytes, int) and utf8_bytes > 0 \
-                    else MAX_EVENT_BYTES
-                event_json = self._decompressor.decompress(event_zstd, max_output_size=limit)
-            except zstandard.ZstdError as exc:
-                out.append(self.error(where, f"cannot decode event_zstd: {exc}"))
+            event_json = self._decode_zstd(where, event_zstd, utf8_bytes, out)
+            if event_json is None:
                 return
         if event_json is None:
             out.append(self.error(where, "row has neither event_json nor event_zstd"))
@@ -307,6 +303,26 @@ class SqliteAgentSource(Source):
             return
         self.events += len(events)
         out.extend(events)
+
+    def _decode_zstd(self, where: str, data, utf8_bytes, out: list) -> bytes | None:
+        """One ``event_zstd`` value, never decompressed past ``MAX_EVENT_BYTES``: the
+        decompressor trusts a frame's declared size over ``max_output_size``, so a frame
+        that declares more (a damaged row) is reported rather than allocated."""
+        if not isinstance(data, bytes):
+            out.append(self.error(where, "cannot decode event_zstd: not a blob"))
+            return None
+        limit = utf8_bytes if isinstance(utf8_bytes, int) and 0 < utf8_bytes <= MAX_EVENT_BYTES \
+            else MAX_EVENT_BYTES
+        try:
+            declared = zstandard.frame_content_size(data)
+            if declared > MAX_EVENT_BYTES:
+                out.append(self.error(where, f"cannot decode event_zstd: the frame declares "
+                                             f"{declared} bytes, over the {MAX_EVENT_BYTES} limit"))
+                return None
+            return self._decompressor.decompress(data, max_output_size=limit)
+        except zstandard.ZstdError as exc:
+            out.append(self.error(where, f"cannot decode event_zstd: {exc}"))
+            return None
 
     def checkpoint(self) -> dict:
         return {"seq": dict(self.seq_cursor), "rowid": self.row_watermark,

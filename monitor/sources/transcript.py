@@ -6,6 +6,7 @@ The same entry shape is stored as a JSONL line (legacy era) and as
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any
 
@@ -32,14 +33,26 @@ class UnknownEntry(ValueError):
     """An entry whose ``type`` this reader does not know (counted, not fatal)."""
 
 
+MAX_EPOCH_SECONDS = 253_402_300_799.0  # 9999-12-31T23:59:59Z, the last second datetime holds
+
+
+def epoch_seconds(value: float) -> float | None:
+    """``value`` when it is a finite time that ``datetime`` can represent, else None: a
+    transcript that says ``1e999`` or ``NaN`` must not crash whatever formats the time."""
+    return value if math.isfinite(value) and 0 <= value <= MAX_EPOCH_SECONDS else None
+
+
 def parse_timestamp(value: Any) -> float | None:
     """Seconds since the epoch from an ISO string or epoch milliseconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value / 1000.0 if value > 1e11 else float(value)
+        try:
+            return epoch_seconds(value / 1000.0 if value > 1e11 else float(value))
+        except OverflowError:
+            return None
     if isinstance(value, str) and value:
         try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
+            return epoch_seconds(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp())
+        except (ValueError, OverflowError):
             return None
     return None
 
@@ -50,8 +63,18 @@ def _as_int(value: Any) -> int:
     if isinstance(value, int):
         return value
     if isinstance(value, float):
-        return int(value)
+        return int(value) if math.isfinite(value) else 0
     return 0
+
+
+def _as_float(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    try:
+        number = float(value)
+    except OverflowError:
+        return 0.0
+    return number if math.isfinite(number) else 0.0
 
 
 def parse_usage(raw: Any) -> Usage:
@@ -70,7 +93,7 @@ def parse_usage(raw: Any) -> Usage:
         cache_read=cache_read,
         cache_write=cache_write,
         total=_as_int(total) if total is not None else input_tokens + output_tokens,
-        cost=float(cost_total) if isinstance(cost_total, (int, float)) else 0.0,
+        cost=_as_float(cost_total),
     )
 
 
@@ -125,7 +148,7 @@ def parse_entry(entry: Any, session_id: str, origin: str) -> list[TranscriptEven
         )]
     if entry_type == "model_change":
         return [ModelChange(session_id, entry.get("provider"), entry.get("modelId"), ts, origin)]
-    if entry_type in IGNORED_ENTRY_TYPES:
+    if isinstance(entry_type, str) and entry_type in IGNORED_ENTRY_TYPES:
         return []
     raise UnknownEntry(f"unknown entry type {entry_type!r}")
 
