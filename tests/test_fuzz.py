@@ -5,7 +5,8 @@ detectors. The properties: nothing crashes, and every input that is rejected is 
 ``FILE:key: message``); nothing is silently dropped or read twice.
 
 The default run is short (well under 30 s). ``CLAWWATCH_FUZZ_LONG=1`` runs the long
-variant, over 100,000 generated inputs in all; the counts are printed at the end.
+variant, over 100,000 generated inputs in all; the counts are printed at the end (and
+written as JSON to ``$CLAWWATCH_FUZZ_REPORT`` when set).
 """
 
 from __future__ import annotations
@@ -63,8 +64,13 @@ def report_counts(request):
         lines.append(f"  {name:10} inputs={counts['inputs']:,} accepted={counts['accepted']:,} "
                      f"rejected={counts['rejected']:,} events={counts['events']:,}")
     lines.append(f"  total inputs={sum(c['inputs'] for c in COUNTS.values()):,}")
-    if reporter is not None:
-        reporter.write_line("\n".join(lines))
+    if os.environ.get("CLAWWATCH_FUZZ_REPORT"):
+        Path(os.environ["CLAWWATCH_FUZZ_REPORT"]).write_text(
+            json.dumps({name: dict(counts) for name, counts in COUNTS.items()}, indent=2))
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            reporter.write_line("\n".join(lines))
 
 
 WORKDIR = Path(tempfile.mkdtemp(prefix="clawwatch-fuzz-"))
