@@ -36,6 +36,8 @@ from monitor.act.gateway import (
 from monitor.act.runs import RunTracker
 
 CONFIRM_SECONDS = 2.0
+ATTRIBUTION_WAIT_SECONDS = 3.0   # a transcript row can land after its exec shell started
+ATTRIBUTION_RETRY_SECONDS = 0.25
 CLI_TIMEOUT = 30.0
 MAX_SUBSCRIPTIONS = 1000
 
@@ -225,7 +227,7 @@ class GatewayActionController:
     def kill(self, session_key: str, *, trigger: str | None = None,
              method: ActionKind = "abort") -> ActionResult:
         gateway = self.gateway_process()
-        before = self._owned(session_key, gateway)
+        before, unproven = self._owned_waiting(session_key, gateway)
         snapshots = {shell.pid: pt.group_snapshot(shell.pid) for shell in before}
         stopped = self.stop(session_key, method=method, trigger=trigger)
         if gateway is None:
@@ -233,7 +235,9 @@ class GatewayActionController:
                                 f"{stopped.detail}; gateway process not found "
                                 "(set $OPENCLAW_GATEWAY_PID), no process killed", trigger)
         shells = {shell.pid: shell for shell in before}
-        for shell in self._owned(session_key, gateway):
+        owned_now, unproven_now = self._owned_and_unproven(session_key, gateway)
+        unproven = min(unproven, unproven_now)
+        for shell in owned_now:
             shells.setdefault(shell.pid, shell)
             snapshots.setdefault(shell.pid, pt.group_snapshot(shell.pid))
         outcomes = []
@@ -251,17 +255,36 @@ class GatewayActionController:
         parts = [stopped.detail, f"{len(shells)} exec group(s) of the session: "
                                  f"{len(shells) - len(outcomes)} ended with the run, {killed} "
                                  "killed by clawwatch"]
+        if not shells and unproven:
+            parts.append(f"{unproven} exec shell(s) of gateway pid {gateway.pid} not proven to "
+                         "be this session's, left alone")
         parts += [o.detail for o in failed]
         if leftovers:
             parts.append(f"still alive: {leftovers}")
         ok = stopped.ok and not failed and not leftovers
         return ActionResult(session_key, "kill", ok, "; ".join(parts), trigger, tuple(pids))
 
-    def _owned(self, session_key: str, gateway: psutil.Process | None) -> list[pt.ExecShell]:
+    def _owned_and_unproven(self, session_key: str, gateway: psutil.Process | None
+                            ) -> tuple[list[pt.ExecShell], int]:
+        """The session's exec shells, and how many shells no session could be proven to own."""
         if gateway is None:
-            return []
-        return [shell for shell, owner in self.attributed_shells(gateway)
-                if owner is not None and owner.session_key == session_key]
+            return [], 0
+        attributed = self.attributed_shells(gateway)
+        owned = [shell for shell, owner in attributed
+                 if owner is not None and owner.session_key == session_key]
+        return owned, sum(1 for _, owner in attributed if owner is None)
+
+    def _owned_waiting(self, session_key: str, gateway: psutil.Process | None
+                       ) -> tuple[list[pt.ExecShell], int]:
+        """Like ``_owned_and_unproven``, but while none is the session's and some shell is
+        unproven, read the evidence again for a few seconds: the transcript row of an exec
+        call can be written after its shell started."""
+        deadline = time.monotonic() + ATTRIBUTION_WAIT_SECONDS
+        while True:
+            owned, unproven = self._owned_and_unproven(session_key, gateway)
+            if owned or not unproven or time.monotonic() >= deadline:
+                return owned, unproven
+            time.sleep(ATTRIBUTION_RETRY_SECONDS)
 
     def close(self) -> None:
         self._stop_listening.set()

@@ -35,6 +35,7 @@ RECENT_SECONDS = 6 * 3600
 EVENTS_PER_SESSION = 400
 COMMAND_WINDOW = (-30.0, 5.0)   # call time relative to the shell's start, seconds
 AMBIGUITY_SECONDS = 1.0
+BUSY_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -98,19 +99,32 @@ def recent_exec_calls(state_dir: str | None, *, now: float | None = None,
     since_ms = int(((now or time.time()) - recent_seconds) * 1000)
     calls: list[ExecCall] = []
     for path in agent_dbs(state_dir):
-        try:
-            with closing(_connect_ro(path)) as conn:
-                sessions = conn.execute(
-                    "SELECT session_key, current_session_id FROM session_nodes "
-                    "WHERE updated_at >= ? OR status = 'running'", (since_ms,)).fetchall()
-                for key, session_id in sessions:
-                    rows = conn.execute(
-                        "SELECT event_json, event_zstd, created_at FROM transcript_events "
-                        "WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
-                        (session_id, per_session)).fetchall()
-                    calls.extend(_calls_in(key, reversed(rows)))
-        except sqlite3.Error:
-            continue
+        for attempt in range(BUSY_ATTEMPTS):
+            try:
+                calls.extend(_exec_calls_in_db(path, since_ms, per_session))
+                break
+            except sqlite3.OperationalError as exc:
+                text = str(exc).lower()
+                if ("locked" not in text and "busy" not in text) or attempt + 1 == BUSY_ATTEMPTS:
+                    break
+                time.sleep(0.2)
+            except sqlite3.Error:
+                break
+    return calls
+
+
+def _exec_calls_in_db(path: str, since_ms: int, per_session: int) -> list[ExecCall]:
+    calls: list[ExecCall] = []
+    with closing(_connect_ro(path)) as conn:
+        sessions = conn.execute(
+            "SELECT session_key, current_session_id FROM session_nodes "
+            "WHERE updated_at >= ? OR status = 'running'", (since_ms,)).fetchall()
+        for key, session_id in sessions:
+            rows = conn.execute(
+                "SELECT event_json, event_zstd, created_at FROM transcript_events "
+                "WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
+                (session_id, per_session)).fetchall()
+            calls.extend(_calls_in(key, reversed(rows)))
     return calls
 
 

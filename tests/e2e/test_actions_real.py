@@ -32,6 +32,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from monitor.act import evidence as ev
+from monitor.act import processes as pt
 from monitor.act.cli_stop import stop_main
 
 from .gateway import RealGateway
@@ -263,6 +265,16 @@ def alive(proc: psutil.Process) -> bool:
         return False
 
 
+def attribution_report(gateway: RealGateway, key: str) -> dict:
+    """What the kill's evidence looks like now: for a failure message."""
+    found = pt.find_gateway(url=gateway.url, state_dir=str(gateway.state_dir))
+    shells = pt.exec_shells(found) if found else []
+    calls = [c for c in ev.recent_exec_calls(str(gateway.state_dir)) if c.session_key == key]
+    return {"gateway": found.pid if found else None,
+            "shells": [(s.pid, round(s.create_time, 2), s.command[:60]) for s in shells],
+            "calls": [(c.call_id, round(c.ts, 2), c.command[:60]) for c in calls]}
+
+
 def test_stop_kill_leaves_none_of_the_runs_processes(open_gateway, tmp_path):
     command = "echo started; sleep 301 & (sleep 302 &); sleep 303; echo never"
     key, other_key = f"agent:main:e2e-kill-{tag()}", f"agent:main:e2e-bystander-{tag()}"
@@ -297,7 +309,7 @@ def test_stop_kill_leaves_none_of_the_runs_processes(open_gateway, tmp_path):
         code, record, _ = run_stop(open_gateway, tmp_path, key, kill=True)
         assert code == 0, record
         assert record["action"] == "kill" and record["ok"] is True
-        assert shell_pid in record["pids"], record
+        assert shell_pid in record["pids"], (record, attribution_report(open_gateway, key))
         assert not [p.pid for p in members if alive(p)], "a process of the run survived"
         end = open_gateway.wait_run_end(run_id, timeout=30)
         assert end.get("aborted") is True
