@@ -166,7 +166,7 @@ def cmd_replay(args) -> int:
     while True:
         monitor.step()
         total = sum(s.events + s.errors for s in sources.sources)
-        if total == previous:
+        if total == previous and not sources.behind:
             break
         previous = total
     document = monitor.report()

@@ -44,6 +44,8 @@ def run_live(monitor: Monitor, emit: Callable[[list[dict]], None], *,
         if catch_up_quietly:
             monitor.quiet = True
             emit(monitor.step())
+            while sources.behind and not stop.is_set():
+                emit(monitor.step())
             monitor.quiet = False
         while not stop.is_set():
             records = monitor.step()
@@ -53,7 +55,8 @@ def run_live(monitor: Monitor, emit: Callable[[list[dict]], None], *,
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 break
-            waker.wait(None if remaining is None else min(remaining, poll_seconds))
+            if not sources.behind:
+                waker.wait(None if remaining is None else min(remaining, poll_seconds))
     finally:
         waker.close()
         if store:

@@ -212,6 +212,7 @@ class Snapshot:
     scanning: bool = True
     scan_done: int = 0
     scan_total: int = 0
+    scan_bytes_left: int = 0
     events: int = 0
 
     def row(self, session_id: str | None) -> BoardRow | None:
@@ -421,6 +422,7 @@ class SnapshotBuilder:
             top_burners=tuple(self._burn_line(r.session_id, r.label) for r in burners),
             alerts=tuple(self.alerts), log=tuple(feed.log), sources=self._sources(),
             scanning=self.scanning, scan_done=feed.released, scan_total=feed.read,
+            scan_bytes_left=getattr(feed, "backlog_bytes", 0) if self.scanning else 0,
             events=feed.released)
 
     def _burn(self, session_id: str) -> BurnStatus | None:

@@ -17,6 +17,11 @@ class Source:
     """
 
     kind: SourceKind
+    #: True after a ``poll()`` that stopped at its step budget with more already readable;
+    #: readers loop without waiting while any source is behind.
+    behind: bool = False
+    #: Bytes (or an estimate) known to be readable but not yet read; for progress displays.
+    backlog_bytes: int = 0
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -41,6 +41,7 @@ class SourceSet:
         self.sources: list[Source] = []
         self._known: set[str] = set()
         self._last_scan = float("-inf")
+        self._log_held = False
         if log_path:
             saved = self._resume.pop(f"gateway-log:{os.path.abspath(log_path)}", None)
             follower = (saved or {}).get("follower")
@@ -116,15 +117,34 @@ class SourceSet:
     # ----------------------------------------------------------------- running
 
     def poll(self) -> list:
-        """New events of every source; transcripts before the log, so that log lines can be
-        attributed to the sessions and runs they mention."""
+        """New events of every source, at most one step (see ``Source.behind``) of each.
+
+        Transcripts come before the log, so that log lines can be attributed to the
+        sessions and runs they mention; while any transcript source is behind, the log
+        waits, so it is never read ahead of the runs it names.
+        """
         if time.monotonic() - self._last_scan >= RESCAN_SECONDS:
             self.rescan()
         out: list = []
-        transcripts_first = sorted(self.sources, key=lambda s: s.kind == "gateway-log")
-        for source in transcripts_first:
+        transcripts = [s for s in self.sources if s.kind != "gateway-log"]
+        for source in transcripts:
             out.extend(source.poll())
+        self._log_held = any(s.behind for s in transcripts)
+        if not self._log_held:
+            for source in self.sources:
+                if source.kind == "gateway-log":
+                    out.extend(source.poll())
         return out
+
+    @property
+    def behind(self) -> bool:
+        """More is readable now: poll again without waiting."""
+        return self._log_held or any(s.behind for s in self.sources)
+
+    @property
+    def backlog_bytes(self) -> int:
+        """What the sources know to be readable but unread (an estimate, for progress)."""
+        return sum(s.backlog_bytes for s in self.sources)
 
     def watch_paths(self) -> list[str]:
         paths = [self.state_dir] if self.state_dir else []

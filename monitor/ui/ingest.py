@@ -108,7 +108,7 @@ class IngestLoop:
                 records.append(self._inbox.get_nowait())
             builder.absorb(records)
             dirty = dirty or bool(records) or builder.scanning
-            if builder.scanning and not feed.backlog \
+            if builder.scanning and not feed.backlog and not feed.behind \
                     and feed.read - read_before < feed.slice_events:
                 builder.finish_scan()
                 builder.watch_error = self._waker.watch_error
@@ -121,7 +121,7 @@ class IngestLoop:
                 builder.focus = self._focus
                 self.publish(builder.build())
                 last_publish = time.monotonic()
-            if feed.backlog:
+            if feed.backlog or feed.behind:
                 continue
             wait = self.poll_seconds if not dirty else max(
                 0.0, self.min_interval - (time.monotonic() - last_publish))

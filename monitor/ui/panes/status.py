@@ -33,6 +33,8 @@ class StatusLine(Horizontal):
         if snapshot.scanning:
             read = f"{snapshot.scan_done:,} of {snapshot.scan_total:,} events" \
                 if snapshot.scan_total else "reading sources…"
+            if snapshot.scan_bytes_left >= 1_000_000:
+                read += f", {snapshot.scan_bytes_left / 1e6:,.0f} MB to go"
             text.append(f"first scan: {read} · {len(snapshot.rows)} sessions  ",
                         style=palette.style("text-primary"))
         missing = [s for s in snapshot.sources if not s.ok]
