@@ -25,6 +25,16 @@ def _existing_ancestor(path: str) -> str | None:
     return path or None
 
 
+def _outermost(roots: set[str]) -> list[str]:
+    """The roots not inside another root: watches are recursive, so a nested one would only
+    duplicate inotify watches and events."""
+    kept: list[str] = []
+    for root in sorted(roots):
+        if not any(root == k or root.startswith(k.rstrip(os.sep) + os.sep) for k in kept):
+            kept.append(root)
+    return kept
+
+
 class Waker:
     def __init__(self, paths: list[str], *, poll_seconds: float = POLL_SECONDS,
                  debounce_ms: int = DEBOUNCE_MS) -> None:
@@ -34,7 +44,7 @@ class Waker:
         self._stop = threading.Event()
         self.watch_error: str | None = None
         roots = {a for a in (_existing_ancestor(p) for p in paths) if a}
-        self._roots = sorted(roots)
+        self._roots = _outermost(roots)
         self._thread: threading.Thread | None = None
         if self._roots:
             self._thread = threading.Thread(target=self._run, name="clawwatch-wake", daemon=True)
