@@ -1,0 +1,95 @@
+"""Time to first board: how soon the dashboard shows a large state dir's active sessions.
+
+Builds the dashboard exactly as ``clawwatch --state-dir DIR`` does (``build_app``), runs it
+headless, and timestamps every snapshot the ingest thread publishes. Reported per era:
+
+- first rows: the first snapshot holding any session;
+- active shown: the first snapshot holding every session the index lists as running
+  (from the generator's manifest), each shown in a live state (not ``done``);
+- first scan done: the whole history read (the progress indicator gone);
+- the MB still to read when the active sessions were shown.
+
+Goal: active sessions within 2 s. The data comes from ``bench/gen_large_state.py``.
+Usage::
+
+    .venv/bin/python bench/bench_first_board.py [--dir /tmp/clawwatch-bench] [--eras sqlite,legacy]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+GOAL_SECONDS = 2.0
+LIVE_STATES = ("running", "stalled", "looping", "idle")
+
+
+async def measure(state_dir: str, running_keys: set[str], scan_limit: float) -> dict:
+    from monitor.config import Config
+    from monitor.ui.factory import DashboardOptions, build_app
+
+    started = time.perf_counter()
+    app = build_app(DashboardOptions(state_dir=state_dir), config=Config())
+    result: dict = {}
+    async with app.run_test(size=(200, 60)):
+        while True:
+            snapshot = app.latest
+            now = time.perf_counter() - started
+            if snapshot.rows and "first_rows_s" not in result:
+                result["first_rows_s"] = round(now, 2)
+                result["first_rows_count"] = len(snapshot.rows)
+            shown = {row.key for row in snapshot.rows
+                     if row.key in running_keys and row.state in LIVE_STATES}
+            if shown == running_keys and "active_shown_s" not in result:
+                result["active_shown_s"] = round(now, 2)
+                result["mb_left_then"] = round(snapshot.scan_bytes_left / 1e6, 1)
+                result["still_scanning_then"] = snapshot.scanning
+            if not snapshot.scanning and snapshot.seq > 1:
+                result["scan_done_s"] = round(now, 2)
+                result["sessions_on_board"] = len(snapshot.rows)
+                break
+            if now > scan_limit:
+                result["scan_done_s"] = None
+                break
+            await asyncio.sleep(0.01)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", default="/tmp/clawwatch-bench")
+    parser.add_argument("--eras", default="sqlite,legacy")
+    parser.add_argument("--scan-limit", type=float, default=900.0,
+                        help="stop waiting for the first scan after this many seconds")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    root = Path(args.dir)
+    manifest = json.loads((root / "manifest.json").read_text())
+    running = {s["key"] for s in manifest["sessions"] if s.get("status") == "running"}
+    rows = []
+    for era in args.eras.split(","):
+        result = asyncio.run(measure(str(root / era), running, args.scan_limit))
+        rows.append({"era": era, "running_sessions": len(running), **result})
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    for row in rows:
+        active = row.get("active_shown_s")
+        verdict = "met" if active is not None and active <= GOAL_SECONDS else "missed"
+        print(f"{row['era']:7} first rows {row.get('first_rows_s')} s "
+              f"({row.get('first_rows_count')} sessions); {row['running_sessions']} running "
+              f"sessions shown at {active} s with {row.get('mb_left_then')} MB still to read "
+              f"({verdict}, goal <= {GOAL_SECONDS:g} s); first scan done at "
+              f"{row.get('scan_done_s')} s, {row.get('sessions_on_board')} sessions")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
