@@ -4,12 +4,20 @@ The database is opened with a ``mode=ro`` URI and never written. Each poll
 runs in one read transaction (a consistent WAL snapshot):
 
 * ``session_nodes`` / ``session_windows`` rows updated since the last poll
-  become ``SessionInfo`` records;
+  become ``SessionInfo`` records (the first poll emits the whole index);
 * transcript rows are read per session by ``(session_id, seq)`` keyset. The
-  sessions to look at are those with rows past the rowid high-water mark or a
-  window updated since the last poll, plus, on the first poll and every
-  ``sweep_seconds``, every session whose ``MAX(seq)`` is past its cursor (this
-  covers rowid reuse and a VACUUM that renumbered rows).
+  sessions to read are kept in a pending set, fed by the rows past the rowid
+  high-water mark (a rowid range search) and, on the first poll after an
+  open and every ``sweep_seconds``, by every session whose ``MAX(seq)`` is
+  past its cursor (this covers rowid reuse, a VACUUM that renumbered rows and
+  a resume from a checkpoint). Pending sessions are read most recently written
+  first (highest rowid), so a dashboard catching up shows live sessions first.
+
+One poll reads at most ``step_bytes`` of decoded event JSON or ``step_rows``
+rows; when it stops there with a row already readable it sets ``behind``, and
+the next poll carries on from the per-session cursors. ``backlog_bytes``
+estimates what is left from the pending sessions' unread seq range times the
+average decoded row size read so far.
 
 ``event_zstd`` rows are decoded with ``zstandard``. Busy or locked databases,
 a database that appears after start, one replaced underneath, and a newer
@@ -31,8 +39,17 @@ from monitor.sources.base import Source
 from monitor.sources.transcript import UnknownEntry, epoch_seconds, parse_entry
 
 KNOWN_SCHEMA_VERSION = 24
-KEYSET_BATCH = 2000
 MAX_EVENT_BYTES = 4 * 1024 * 1024
+#: Decoded event JSON one poll reads at most (overshoot: one row, at most MAX_EVENT_BYTES).
+STEP_BUDGET_BYTES = 32 * 1024 * 1024
+#: Rows one poll reads at most, bounding the events a poll hands on when rows are small.
+STEP_BUDGET_ROWS = 20_000
+#: Average decoded row size assumed for ``backlog_bytes`` until a row has been read.
+ASSUMED_ROW_BYTES = 1024
+#: Sessions with rows past the rowid high-water mark: a rowid range search, no index scan.
+NEW_ROWS_SQL = "SELECT session_id, seq, rowid FROM transcript_events WHERE rowid > ?"
+#: Every session's highest seq and rowid: a scan of the (session_id, seq) index.
+SWEEP_SQL = "SELECT session_id, max(seq), max(rowid) FROM transcript_events GROUP BY session_id"
 NODE_COLUMNS = ("session_key", "current_session_id", "entry_json", "status", "updated_at",
                 "label", "display_name")
 WINDOW_COLUMNS = ("session_id", "session_key", "status", "model", "model_provider", "updated_at")
@@ -47,11 +64,20 @@ class SqliteAgentSource(Source):
     kind = "sqlite"
 
     def __init__(self, db_path: str, agent_id: str, *, resume: dict | None = None,
-                 sweep_seconds: float = 30.0) -> None:
+                 sweep_seconds: float = 30.0, step_bytes: int = STEP_BUDGET_BYTES,
+                 step_rows: int = STEP_BUDGET_ROWS) -> None:
         super().__init__(db_path)
         self.agent_id = agent_id
         self.sweep_seconds = sweep_seconds
+        self.step_bytes = step_bytes
+        self.step_rows = step_rows
+        self.behind = False
+        self.backlog_bytes = 0
         self.seq_cursor: dict[str, int] = {}
+        #: session_id -> (highest rowid, highest seq) seen for sessions that may have unread rows
+        self._pending: dict[str, tuple[int, int]] = {}
+        self._rows_read = 0
+        self._decoded_bytes_read = 0
         self.row_watermark = 0
         self.nodes_watermark = -1
         self.windows_watermark = -1
@@ -64,6 +90,7 @@ class SqliteAgentSource(Source):
         self._conn: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None
         self._columns: dict[str, set[str]] = {}
+        self._not_null: dict[str, set[str]] = {}
         self._last_sweep = float("-inf")
         self._decompressor = zstandard.ZstdDecompressor()
         self._reported_missing = False
@@ -84,10 +111,12 @@ class SqliteAgentSource(Source):
                                    check_same_thread=False)
             conn.execute("PRAGMA query_only = 1")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            columns = {
-                table: {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            info = {
+                table: conn.execute(f"PRAGMA table_info({table})").fetchall()
                 for table in ("session_nodes", "session_windows", "transcript_events")
             }
+            columns = {table: {row[1] for row in rows} for table, rows in info.items()}
+            not_null = {table: {row[1] for row in rows if row[3]} for table, rows in info.items()}
         except sqlite3.DatabaseError as exc:
             if conn is not None:
                 conn.close()
@@ -98,6 +127,7 @@ class SqliteAgentSource(Source):
             self._failed_on = self._file_versions()
             return False
         self._conn, self._identity, self._columns = conn, (st.st_dev, st.st_ino), columns
+        self._not_null = not_null
         out.append(SourceNotice(self.kind, self.path, f"opened read-only (schema v{version})"))
         if version > KNOWN_SCHEMA_VERSION:
             out.append(SourceNotice(
@@ -126,12 +156,15 @@ class SqliteAgentSource(Source):
         if self._conn is not None and (st.st_dev, st.st_ino) != self._identity:
             out.append(SourceNotice(self.kind, self.path, "database file replaced; reopening"))
             self._close()
-            self._last_sweep = float("-inf")
 
     def _close(self) -> None:
+        """Close the connection; whatever is opened next is swept afresh, since the pending
+        set and rowids may not describe it."""
         if self._conn is not None:
             self._conn.close()
         self._conn = None
+        self._pending.clear()
+        self._last_sweep = float("-inf")
 
     def _file_versions(self) -> tuple:
         """Identity, size and mtime of the database and its WAL: a database that failed is
@@ -150,6 +183,7 @@ class SqliteAgentSource(Source):
 
     def poll(self) -> list:
         out: list = []
+        self.behind = False
         self._reopen_if_replaced(out)
         if self._failed_on is not None:
             if self._file_versions() == self._failed_on:
@@ -184,10 +218,18 @@ class SqliteAgentSource(Source):
         present = self._columns.get(table, set())
         return ", ".join(c if c in present else f"NULL AS {c}" for c in wanted)
 
+    def _updated_since(self, table: str) -> str:
+        """The filter for rows updated since a watermark: an index search on ``updated_at``
+        where the schema declares it NOT NULL (OpenClaw's does), else one that also reads
+        rows without a time."""
+        if "updated_at" in self._not_null.get(table, set()):
+            return "updated_at >= ?"
+        return "coalesce(updated_at, 0) >= ?"
+
     def _read_sessions(self, conn: sqlite3.Connection, out: list) -> None:
         if {"session_key", "current_session_id"} <= self._columns.get("session_nodes", set()):
             sql = (f"SELECT {self._select('session_nodes', NODE_COLUMNS)} FROM session_nodes "
-                   "WHERE coalesce(updated_at, 0) >= ?")
+                   f"WHERE {self._updated_since('session_nodes')}")
             for row in conn.execute(sql, (self.nodes_watermark,)):
                 record = self._session_from_node(row)
                 if record is not None:
@@ -195,7 +237,7 @@ class SqliteAgentSource(Source):
                 self.nodes_watermark = max(self.nodes_watermark, row[4] or 0)
         if {"session_id", "session_key"} <= self._columns.get("session_windows", set()):
             sql = (f"SELECT {self._select('session_windows', WINDOW_COLUMNS)} "
-                   "FROM session_windows WHERE coalesce(updated_at, 0) >= ?")
+                   f"FROM session_windows WHERE {self._updated_since('session_windows')}")
             for sid, key, status, model, provider, updated in conn.execute(
                     sql, (self.windows_watermark,)):
                 version = ("w", status, model, updated)
@@ -242,67 +284,98 @@ class SqliteAgentSource(Source):
             origin=f"{self.path}#node:{key}",
         )
 
-    def _candidate_sessions(self, conn: sqlite3.Connection) -> set[str]:
-        candidates: set[str] = set()
-        row = conn.execute("SELECT max(rowid) FROM transcript_events").fetchone()
-        top = row[0] or 0
-        if top > self.row_watermark:
-            candidates.update(r[0] for r in conn.execute(
-                "SELECT DISTINCT session_id FROM transcript_events WHERE rowid > ?",
-                (self.row_watermark,)))
+    def _candidate_sessions(self, conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+        """Sessions that may have rows past their cursor, each with the highest rowid and
+        seq seen for it. A sweep, when due, finds every such session, so the rowid range
+        is only searched between sweeps."""
+        found: dict[str, tuple[int, int]] = {}
+        top = conn.execute("SELECT max(rowid) FROM transcript_events").fetchone()[0] or 0
         now = time.monotonic()
         if now - self._last_sweep >= self.sweep_seconds or top < self.row_watermark:
             self._last_sweep = now
-            for sid, max_seq in conn.execute(
-                    "SELECT session_id, max(seq) FROM transcript_events GROUP BY session_id"):
+            for sid, max_seq, last_rowid in conn.execute(SWEEP_SQL):
                 if max_seq is not None and max_seq > self.seq_cursor.get(sid, -1):
-                    candidates.add(sid)
+                    found[sid] = (last_rowid, max_seq)
+        elif top > self.row_watermark:
+            for sid, seq, rowid in conn.execute(NEW_ROWS_SQL, (self.row_watermark,)):
+                seen = found.get(sid)
+                found[sid] = (rowid, seq) if seen is None else (
+                    max(seen[0], rowid), max(seen[1], seq))
         self.row_watermark = top
-        return candidates
+        return found
 
     def _read_transcripts(self, conn: sqlite3.Connection, out: list) -> None:
         columns = self._columns.get("transcript_events", set())
         if not {"session_id", "seq", "event_json"} <= columns:
             return
+        for sid, (rowid, seq) in self._candidate_sessions(conn).items():
+            seen = self._pending.get(sid)
+            self._pending[sid] = (rowid, seq) if seen is None else (
+                max(seen[0], rowid), max(seen[1], seq))
         zstd_columns = ("event_zstd, event_utf8_bytes"
                         if {"event_zstd", "event_utf8_bytes"} <= columns else "NULL, NULL")
         sql = (f"SELECT seq, event_json, {zstd_columns} FROM transcript_events "
-               f"WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT {KEYSET_BATCH}")
-        for sid in sorted(self._candidate_sessions(conn)):
-            while True:
-                rows = conn.execute(sql, (sid, self.seq_cursor.get(sid, -1))).fetchall()
+               "WHERE session_id = ? AND seq > ? ORDER BY seq")
+        spent_bytes = spent_rows = 0
+        for sid in sorted(self._pending, key=lambda s: self._pending[s][0], reverse=True):
+            rows = conn.execute(sql, (sid, self.seq_cursor.get(sid, -1)))
+            try:
                 for seq, event_json, event_zstd, utf8_bytes in rows:
-                    self._emit_row(sid, seq, event_json, event_zstd, utf8_bytes, out)
+                    if spent_bytes >= self.step_bytes or spent_rows >= self.step_rows:
+                        self.behind = True
+                        break
+                    spent_bytes += self._emit_row(sid, seq, event_json, event_zstd,
+                                                  utf8_bytes, out)
+                    spent_rows += 1
                     self.seq_cursor[sid] = seq
-                if len(rows) < KEYSET_BATCH:
-                    break
+            finally:
+                rows.close()
+            if self.behind:
+                break
+            del self._pending[sid]
+        self._rows_read += spent_rows
+        self._decoded_bytes_read += spent_bytes
+        self.backlog_bytes = self._estimate_backlog()
+
+    def _estimate_backlog(self) -> int:
+        """Unread rows of the pending sessions (by seq range, which OpenClaw allocates densely)
+        times the average decoded row size read so far: no query, no table scan."""
+        rows_left = sum(max(0, top_seq - self.seq_cursor.get(sid, -1))
+                        for sid, (_, top_seq) in self._pending.items())
+        average = (self._decoded_bytes_read // self._rows_read if self._rows_read
+                   else ASSUMED_ROW_BYTES)
+        return rows_left * average
 
     def _emit_row(self, sid: str, seq: int, event_json, event_zstd, utf8_bytes, out: list
-                  ) -> None:
+                  ) -> int:
+        """Parse one row into ``out``; returns its decoded size (stored size when it cannot be
+        decoded), which is what the step budget counts."""
         where = f"{sid}:{seq}"
         origin = f"{self.path}#{where}"
         if event_json is None and event_zstd is not None:
             event_json = self._decode_zstd(where, event_zstd, utf8_bytes, out)
             if event_json is None:
-                return
+                return len(event_zstd) if isinstance(event_zstd, (bytes, str)) else 0
         if event_json is None:
             out.append(self.error(where, "row has neither event_json nor event_zstd"))
-            return
+            return 0
+        size = len(event_json) if isinstance(event_json, (bytes, str)) else 0
         try:
             entry = json.loads(event_json)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, TypeError) as exc:
             out.append(self.error(where, f"invalid event JSON: {exc}"))
-            return
+            return size
         try:
             events = parse_entry(entry, sid, origin)
         except UnknownEntry as exc:
             out.append(self.error(where, str(exc)))
-            return
+            return size
         except ValueError as exc:
             out.append(self.error(where, f"unreadable event: {exc}"))
-            return
+            return size
         self.events += len(events)
         out.extend(events)
+        return size
 
     def _decode_zstd(self, where: str, data, utf8_bytes, out: list) -> bytes | None:
         """One ``event_zstd`` value, never decompressed past ``MAX_EVENT_BYTES``: the
