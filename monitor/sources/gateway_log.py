@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 from monitor.events import GatewayNotice, SourceError, SourceNotice
 from monitor.sources.base import Source
-from monitor.sources.tail import FileFollower, FollowerState
+from monitor.sources.tail import POLL_BUDGET_BYTES, FileFollower, FollowerState
 from monitor.sources.transcript import parse_timestamp
 
 ID_FIELD_RE = re.compile(
@@ -168,32 +168,58 @@ def rotated_siblings(path: str) -> list[str]:
 
 
 class GatewayLogSource(Source):
-    """Follows one gateway log file (and, with ``include_rotated``, reads its older rotations)."""
+    """Follows one gateway log file (and, with ``include_rotated``, reads its older rotations
+    first). One poll reads at most ``poll_budget_bytes``; ``behind`` says there is more."""
 
     kind = "gateway-log"
 
     def __init__(self, path: str, *, include_rotated: bool = False,
                  resume: FollowerState | None = None, start_at_end: bool = False) -> None:
         super().__init__(path)
+        self.poll_budget_bytes = POLL_BUDGET_BYTES
         self._pending_history = rotated_siblings(path) if include_rotated and resume is None else []
+        self._history: FileFollower | None = None
         self.follower = FileFollower(path, resume=resume, start_at_end=start_at_end)
         self.trace_join = TraceJoin()
         self.seen_file = False
 
     def poll(self) -> list:
         out: list = []
-        for old in self._pending_history:
-            history = FileFollower(old)
-            self._emit(history.poll(), out)
-            history.close()
-        self._pending_history = []
-        self._emit(self.follower.poll(), out)
-        for notice in self.follower.take_notices():
-            if notice.error:
-                out.append(self.error(notice.where or "-", notice.message))
-            else:
-                out.append(SourceNotice(self.kind, self.path, notice.message))
+        budget = self.poll_budget_bytes
+        while self._pending_history and budget > 0:
+            if self._history is None:
+                self._history = FileFollower(self._pending_history[0])
+            self._emit(self._history.poll(max_bytes=budget), out)
+            budget -= self._history.bytes_read
+            if self._history.behind:
+                break
+            self._history.close()
+            self._history = None
+            self._pending_history.pop(0)
+        if self._pending_history:
+            self.behind = True
+        else:
+            self._emit(self.follower.poll(max_bytes=budget), out)
+            for notice in self.follower.take_notices():
+                if notice.error:
+                    out.append(self.error(notice.where or "-", notice.message))
+                else:
+                    out.append(SourceNotice(self.kind, self.path, notice.message))
+            self.behind = self.follower.behind
+        self.backlog_bytes = self._history_backlog() + self.follower.backlog_bytes
         return out
+
+    def _history_backlog(self) -> int:
+        unread = 0
+        for index, path in enumerate(self._pending_history):
+            if index == 0 and self._history is not None:
+                unread += self._history.backlog_bytes
+                continue
+            try:
+                unread += os.stat(path).st_size
+            except OSError:
+                continue
+        return unread
 
     def _emit(self, lines, out: list) -> None:
         for line in lines:
@@ -213,6 +239,9 @@ class GatewayLogSource(Source):
         return {"follower": state.as_json() if state else None}
 
     def close(self) -> None:
+        if self._history is not None:
+            self._history.close()
+            self._history = None
         self.follower.close()
 
 

@@ -5,20 +5,37 @@ whenever its inode, size or mtime changes. Each transcript is followed with a
 ``FileFollower``; a ``SessionEntry.sessionFile`` elsewhere is followed too.
 Archives (``*.jsonl.reset.*``, ``*.jsonl.deleted.*``) are history, never live
 sessions: a transcript renamed to an archive while followed is drained through
-its open descriptor, and archives are not opened as new sources.
+its open descriptor (or, when its follower was suspended, found by inode), and
+archives are not opened as new sources.
+
+State dirs hold thousands of transcripts, some of hundreds of MB, so one poll
+reads at most ``poll_budget_bytes`` (``behind`` says there is more), a catch-up
+starts with the most recently modified transcripts, the directory is listed
+again only when it changed, and idle followers beyond ``MAX_OPEN_FOLLOWERS``
+are suspended so the process needs few descriptors.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
+from collections import OrderedDict
 
 from monitor.events import SessionInfo, SourceNotice
 from monitor.sources.base import Source
-from monitor.sources.tail import FileFollower, FollowerState
+from monitor.sources.tail import POLL_BUDGET_BYTES, FileFollower, FollowerState
 from monitor.sources.transcript import UnknownEntry, parse_entry, parse_timestamp
 
 ARCHIVE_MARKERS = (".jsonl.reset.", ".jsonl.deleted.")
+#: Followers kept open at once; idle ones beyond this are suspended (descriptor closed,
+#: position kept) so a dir of thousands of transcripts fits a small ``ulimit -n``.
+MAX_OPEN_FOLLOWERS = 64
+#: A dir whose mtime is this recent is listed again on the next poll: a file created within
+#: the same mtime tick as the listing would not change the mtime.
+LISTING_RACY_SECONDS = 1.0
+#: A listing is trusted for at most this long even when the dir's mtime says nothing changed.
+LISTING_MAX_AGE_SECONDS = 30.0
 
 
 def session_id_from_filename(name: str) -> str:
@@ -38,7 +55,21 @@ class LegacySessionsSource(Source):
         self.include_archives = include_archives
         self._index_identity: tuple | None = None
         self._index: dict[str, dict] = {}
+        self.poll_budget_bytes = POLL_BUDGET_BYTES
+        self.max_open_followers = MAX_OPEN_FOLLOWERS
         self._followers: dict[str, FileFollower] = {}
+        #: Poll order; the poll after one that stopped at its budget starts at ``_cursor``.
+        self._order: list[str] = []
+        self._cursor = 0
+        self._session_ids: dict[str, str] = {}
+        #: Followers not polled yet, with the bytes they are expected to read.
+        self._unstarted: dict[str, int] = {}
+        #: Followers holding descriptors, the least recently grown first.
+        self._open: OrderedDict[str, None] = OrderedDict()
+        self._listing: list[str] = []
+        self._listing_key: tuple | None = None
+        self._listed_at = float("-inf")
+        self._followed_listing: list[str] | None = None
         self._resume = {p: FollowerState.from_json(s)
                         for p, s in (resume or {}).get("files", {}).items() if s}
         self._finished_archives: set[str] = set((resume or {}).get("archives", []))
@@ -107,47 +138,141 @@ class LegacySessionsSource(Source):
     # ------------------------------------------------------------- transcripts
 
     def _transcript_paths(self) -> list[str]:
-        paths = []
+        """Transcripts in the dir (archives too with ``include_archives``) plus the index's
+        ``sessionFile``s elsewhere. Listed again only when the dir's mtime or the index
+        changed, or the last listing is old or was taken while the dir was still changing
+        within the mtime's granularity."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            self._listing_key = None
+            return []
+        key = (st.st_dev, st.st_ino, st.st_mtime_ns, self._index_identity)
+        now = time.monotonic()
+        if key == self._listing_key and now - self._listed_at < LISTING_MAX_AGE_SECONDS:
+            return self._listing
         try:
             names = sorted(os.listdir(self.path))
         except OSError:
-            return paths
+            self._listing_key = None
+            return []
+        base = os.path.normpath(self.path)
+        paths = []
+        seen = set()
         for name in names:
-            if name.endswith(".jsonl"):
+            if name.endswith(".jsonl") or (
+                    self.include_archives and any(m in name for m in ARCHIVE_MARKERS)):
                 paths.append(os.path.join(self.path, name))
-            elif self.include_archives and any(m in name for m in ARCHIVE_MARKERS):
-                paths.append(os.path.join(self.path, name))
+                seen.add(os.path.join(base, name))
         for entry in self._index.values():
             session_file = entry.get("sessionFile")
             if isinstance(session_file, str) and session_file:
                 full = session_file if os.path.isabs(session_file) \
                     else os.path.join(self.path, session_file)
-                if os.path.normpath(full) not in {os.path.normpath(p) for p in paths}:
+                normal = os.path.normpath(full)
+                if normal not in seen:
+                    seen.add(normal)
                     paths.append(full)
         if self.only_files is not None:
             paths = [p for p in paths if os.path.abspath(p) in self.only_files]
+        still_changing = time.time_ns() - st.st_mtime_ns < LISTING_RACY_SECONDS * 1e9
+        self._listing_key = None if still_changing else key
+        self._listed_at = now
+        self._listing = paths
         return paths
 
+    def _follow_new(self, paths: list[str]) -> None:
+        """Followers for paths not followed yet, most recently modified first, placed where
+        the next poll starts so new (active) sessions are read before older history."""
+        if paths is self._followed_listing:
+            return
+        self._followed_listing = paths
+        new = [p for p in paths if p not in self._followers and p not in self._finished_archives]
+        if not new:
+            return
+        stats = {}
+        for path in new:
+            try:
+                st = os.stat(path)
+                stats[path] = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                stats[path] = (0, 0)
+        new.sort(key=lambda p: stats[p][0], reverse=True)
+        for path in new:
+            resume = self._resume.pop(path, None)
+            self._followers[path] = FileFollower(path, resume=resume)
+            self._session_ids[path] = session_id_from_filename(
+                os.path.basename(path).split(".jsonl")[0] + ".jsonl")
+            self._unstarted[path] = max(0, stats[path][1] - (resume.offset if resume else 0))
+        self._order[self._cursor:self._cursor] = new
+
     def poll(self) -> list:
+        """The index's changes first, then transcript lines, reading at most
+        ``poll_budget_bytes`` of transcripts; the next poll goes on from where this one
+        stopped. ``behind`` is True when the budget ran out in a transcript or before every
+        transcript was visited (the next poll may then find nothing left to read)."""
         out: list = []
         self._read_index(out)
-        for path in self._transcript_paths():
-            if path not in self._followers and path not in self._finished_archives:
-                self._followers[path] = FileFollower(path, resume=self._resume.pop(path, None))
-        for path, follower in list(self._followers.items()):
-            sid = session_id_from_filename(os.path.basename(path).split(".jsonl")[0] + ".jsonl")
-            for line in follower.poll():
+        self._follow_new(self._transcript_paths())
+        budget = self.poll_budget_bytes
+        count = len(self._order)
+        start = self._cursor if self._cursor < count else 0
+        stopped_at: str | None = None
+        finished: list[str] = []
+        for step in range(count):
+            path = self._order[(start + step) % count]
+            if budget <= 0:
+                stopped_at = path
+                break
+            follower = self._followers[path]
+            lines = follower.poll(max_bytes=budget)
+            budget -= follower.bytes_read
+            self._unstarted.pop(path, None)
+            sid = self._session_ids[path]
+            for line in lines:
                 self._emit_line(sid, line, out)
             for notice in follower.take_notices():
                 if notice.error:
                     out.append(self.error(notice.where or "-", notice.message, path=path))
                 else:
                     out.append(SourceNotice(self.kind, path, notice.message))
+            if follower.behind:
+                stopped_at = path
+                break
             if any(m in path for m in ARCHIVE_MARKERS) and follower.pending_bytes == 0:
-                follower.close()
-                del self._followers[path]
-                self._finished_archives.add(path)
+                finished.append(path)
+            self._limit_descriptors(path, follower)
+        for path in finished:
+            self._forget(path)
+        self.behind = stopped_at is not None
+        self._cursor = self._order.index(stopped_at) if stopped_at is not None else 0
+        self.backlog_bytes = sum(self._unstarted.values()) + sum(
+            f.backlog_bytes for f in self._followers.values() if f.open_descriptors)
         return out
+
+    def _limit_descriptors(self, path: str, follower: FileFollower) -> None:
+        """Keep at most ``max_open_followers`` files open: after ``path`` was polled, suspend
+        the followers that grew least recently, as long as each can resume exactly."""
+        if follower.open_descriptors == 0:
+            self._open.pop(path, None)
+            return
+        if follower.bytes_read or path not in self._open:
+            self._open[path] = None
+            self._open.move_to_end(path)
+        if len(self._open) <= self.max_open_followers:
+            return
+        for candidate in list(self._open):
+            if self._followers[candidate].suspend():
+                del self._open[candidate]
+                if len(self._open) <= self.max_open_followers:
+                    return
+
+    def _forget(self, path: str) -> None:
+        """Stop following an archive that was read to its end."""
+        self._followers.pop(path).close()
+        self._open.pop(path, None)
+        self._order.remove(path)
+        self._finished_archives.add(path)
 
     def _emit_line(self, sid: str, line, out: list) -> None:
         if not line.data.strip():
@@ -189,3 +314,8 @@ class LegacySessionsSource(Source):
         for follower in self._followers.values():
             follower.close()
         self._followers.clear()
+        self._order.clear()
+        self._open.clear()
+        self._unstarted.clear()
+        self._followed_listing = None
+        self._cursor = 0

@@ -11,7 +11,15 @@ complete line, and the bytes of a pending partial line. On each ``poll`` it
   first recovering the unread tail from a ``copytruncate`` copy beside it when
   one with matching bytes exists;
 * reads only complete lines; a line longer than ``max_line_bytes`` is skipped
-  and reported rather than buffered without bound.
+  and reported rather than buffered without bound;
+* reads at most ``max_bytes`` per poll when asked to, so a caller catching up
+  on a huge file takes it in bounded steps; ``behind`` says more is readable.
+
+``suspend()`` closes the descriptor of an idle follower (a process may not keep
+one open per transcript of a large state dir) and keeps only its position; the
+next ``poll`` after the file changed (size, mtime or inode) reopens it and goes
+on exactly where it stopped, including a rotation or truncation that happened
+while it was closed.
 
 ``state()`` and the ``resume`` argument carry inode, offset and a fingerprint
 of the bytes before the offset across restarts, so a restarted monitor neither
@@ -27,6 +35,10 @@ import time
 from dataclasses import dataclass, field
 
 READ_CHUNK_BYTES = 1 << 20
+#: Bytes one source reads per poll: large enough that catching up is fast, small enough that
+#: one step never holds the lines of a whole large history in memory at once.
+POLL_BUDGET_BYTES = 32 << 20
+UNLIMITED = 1 << 62
 FINGERPRINT_BYTES = 1024
 DEFAULT_MAX_LINE_BYTES = 32 << 20
 ROTATED_GRACE_SECONDS = 2.0
@@ -79,10 +91,21 @@ class _OpenFile:
     skipping_long_line: bool = False
     last_growth: float = field(default_factory=time.monotonic)
     fingerprint_at_offset: str | None = None
+    #: The size last seen by stat, fstat or reading to the end; for the backlog estimate.
+    size_seen: int = 0
+    #: Whether the last read reached the end of the file (False when a budget stopped it).
+    at_eof: bool = False
+    #: No writer will add to this file (a copytruncate copy): its last partial line is
+    #: emitted as soon as it is reached.
+    final: bool = False
 
     @property
     def read_position(self) -> int:
         return self.offset + len(self.pending_partial_line)
+
+    @property
+    def unread_bytes(self) -> int:
+        return max(0, self.size_seen - self.read_position)
 
 
 class FileFollower:
@@ -104,28 +127,119 @@ class FileFollower:
         self._current: _OpenFile | None = None
         self._draining: list[_OpenFile] = []
         self._resume = resume
+        #: ``(dev, ino, size, mtime_ns)`` of the file when ``suspend`` closed it.
+        self._suspended_as: tuple[int, int, int, int] | None = None
         self._start_at_end = start_at_end
+        self._budget = UNLIMITED
         self.notices: list[TailNotice] = []
         self._last_error: str | None = None
+        #: Bytes read by the last ``poll``.
+        self.bytes_read = 0
+        #: True when the last ``poll`` stopped at its ``max_bytes`` with more readable.
+        self.behind = False
 
     # ------------------------------------------------------------------ public
 
-    def poll(self) -> list[Line]:
-        """Return the complete lines that appeared since the last poll."""
+    def poll(self, max_bytes: int | None = None) -> list[Line]:
+        """Return the complete lines that appeared since the last poll, reading at most
+        ``max_bytes`` (everything readable when None)."""
         lines: list[Line] = []
+        self._budget = UNLIMITED if max_bytes is None else max(0, max_bytes)
+        self.bytes_read = 0
+        try:
+            self._poll(lines)
+        finally:
+            self.behind = any(not handle.at_eof for handle in self._handles())
+        return lines
+
+    def state(self) -> FollowerState | None:
+        """Position to checkpoint: the end of the last emitted line of the live file (or the
+        saved position of a suspended follower, or of one not polled since its resume)."""
+        current = self._current
+        if current is None:
+            return self._resume
+        return FollowerState(current.dev, current.ino, current.offset, self._fingerprint(current))
+
+    def suspend(self) -> bool:
+        """Close the descriptor of a follower that has read its file to the end, keeping only
+        its position; the next ``poll`` after the file changed reopens it there.
+
+        Returns False, leaving it open, when that could not resume exactly: a rotated file
+        still draining, an overlong line being skipped, or bytes not read yet. A partial
+        last line is dropped from memory and read again after the resume.
+        """
+        current = self._current
+        if current is None or self._draining or current.skipping_long_line \
+                or not current.at_eof:
+            return False
+        try:
+            st = os.fstat(current.fd)
+        except OSError:
+            return False
+        if st.st_size != current.read_position:
+            return False
+        self._resume = FollowerState(current.dev, current.ino, current.offset,
+                                     self._fingerprint(current))
+        self._suspended_as = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        os.close(current.fd)
+        self._current = None
+        return True
+
+    @property
+    def suspended(self) -> bool:
+        return self._suspended_as is not None
+
+    @property
+    def open_descriptors(self) -> int:
+        return len(self._draining) + (1 if self._current is not None else 0)
+
+    @property
+    def backlog_bytes(self) -> int:
+        """Bytes known to be in the followed files past what was read (0 while suspended:
+        a suspended file had been read to its end when it was closed)."""
+        return sum(handle.unread_bytes for handle in self._handles())
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes read but not yet emitted (partial lines), across live and rotated files."""
+        return sum(len(f.pending_partial_line) for f in self._handles())
+
+    def take_notices(self) -> list[TailNotice]:
+        notices, self.notices = self.notices, []
+        return notices
+
+    def close(self) -> None:
+        for handle in self._handles():
+            os.close(handle.fd)
+        self._draining.clear()
+        self._current = None
+
+    def _handles(self) -> list[_OpenFile]:
+        return [*self._draining, *([self._current] if self._current else [])]
+
+    # ----------------------------------------------------------------- polling
+
+    def _poll(self, lines: list[Line]) -> None:
         if self._resume is not None:
-            self._apply_resume(self._resume, lines)
-            self._resume = None
+            if self._suspended_as is not None and self._unchanged_since_suspend():
+                return
+            saved, self._resume = self._resume, None
+            after_suspend, self._suspended_as = self._suspended_as is not None, None
+            self._apply_resume(saved, lines, after_suspend=after_suspend)
         self._drain_rotated(lines)
+        if self._draining_unfinished():
+            return
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
             if self._current is not None:
                 self._retire_current("file deleted; draining what is left", lines)
-            return lines
+            return
         except OSError as exc:
             self._note(f"cannot stat: {exc.strerror or exc}", error=True)
-            return lines
+            if self._current is not None:
+                self._read_available(self._current, lines)
+            return
         current = self._current
         if current is not None and (current.dev, current.ino) != (st.st_dev, st.st_ino):
             self._retire_current("file rotated; draining the old file first", lines)
@@ -133,34 +247,26 @@ class FileFollower:
         if current is None:
             current = self._open(st, announce=True)
             if current is None:
-                return lines
+                return
         elif self._was_truncated(current, st.st_size):
             self._handle_truncation(current, lines)
+            self._drain_rotated(lines)
+        if self._draining_unfinished():
+            return
+        current.size_seen = max(current.size_seen, st.st_size)
         self._read_available(current, lines)
-        return lines
 
-    def state(self) -> FollowerState | None:
-        """Position to checkpoint: the end of the last emitted line of the live file."""
-        current = self._current
-        if current is None:
-            return None
-        return FollowerState(current.dev, current.ino, current.offset, self._fingerprint(current))
+    def _draining_unfinished(self) -> bool:
+        """A rotated file (or copy) stopped short by the budget: the live file waits for it,
+        so lines stay in the order they were written."""
+        return any(not handle.at_eof for handle in self._draining)
 
-    @property
-    def pending_bytes(self) -> int:
-        """Bytes read but not yet emitted (partial lines), across live and rotated files."""
-        files = [*self._draining, *([self._current] if self._current else [])]
-        return sum(len(f.pending_partial_line) for f in files)
-
-    def take_notices(self) -> list[TailNotice]:
-        notices, self.notices = self.notices, []
-        return notices
-
-    def close(self) -> None:
-        for handle in [*self._draining, *([self._current] if self._current else [])]:
-            os.close(handle.fd)
-        self._draining.clear()
-        self._current = None
+    def _unchanged_since_suspend(self) -> bool:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == self._suspended_as
 
     # ----------------------------------------------------------------- opening
 
@@ -173,7 +279,7 @@ class FileFollower:
             self._note(f"cannot open: {exc.strerror or exc}", error=True)
             return None
         fst = os.fstat(fd)
-        handle = _OpenFile(self.path, fd, fst.st_dev, fst.st_ino)
+        handle = _OpenFile(self.path, fd, fst.st_dev, fst.st_ino, size_seen=fst.st_size)
         if self._start_at_end:
             handle.offset = fst.st_size
             self._start_at_end = False
@@ -182,9 +288,13 @@ class FileFollower:
         self._current = handle
         return handle
 
-    def _apply_resume(self, saved: FollowerState, lines: list[Line]) -> None:
-        """Reattach to a checkpointed position, finding a rotated file by inode."""
+    def _apply_resume(self, saved: FollowerState, lines: list[Line], *,
+                      after_suspend: bool = False) -> None:
+        """Reattach to a saved position (a checkpoint, or a follower closed by ``suspend``),
+        finding a rotated file by inode."""
         self._start_at_end = False
+        while_closed = "while closed for being idle" if after_suspend \
+            else "while the monitor was stopped"
         try:
             st = os.stat(self.path)
         except OSError:
@@ -192,15 +302,27 @@ class FileFollower:
         if st is not None and (st.st_dev, st.st_ino) == (saved.dev, saved.ino):
             handle = self._open(st, announce=False)
             if handle is None:
+                self._resume = saved  # kept, to try again on the next poll
                 return
-            handle.offset = saved.offset
-            if st.st_size < saved.offset or self._fingerprint(handle) != saved.fingerprint:
-                self._note("file was truncated while the monitor was stopped")
-                handle.fingerprint_at_offset = saved.fingerprint
-                self._handle_truncation(handle, lines)
-            return
+            if (handle.dev, handle.ino) == (saved.dev, saved.ino):
+                handle.offset = saved.offset
+                if handle.size_seen < saved.offset \
+                        or self._fingerprint(handle) != saved.fingerprint:
+                    self._note(f"file was truncated {while_closed}")
+                    handle.fingerprint_at_offset = saved.fingerprint
+                    self._handle_truncation(handle, lines)
+                return
+            os.close(handle.fd)
+            self._current = None
         rotated = self._find_sibling_by_inode(saved.dev, saved.ino)
         if rotated is None:
+            if after_suspend:
+                self._note(
+                    f"file deleted {while_closed}; lines appended after offset {saved.offset} "
+                    "just before the deletion, if any, were not read",
+                    where=f"offset {saved.offset}",
+                )
+                return
             self._note(
                 "the file read before the restart is gone; lines written to it after the "
                 f"checkpoint (offset {saved.offset}) cannot be recovered",
@@ -208,12 +330,18 @@ class FileFollower:
                 where=f"offset {saved.offset}",
             )
             return
-        fd = os.open(rotated, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            fd = os.open(rotated, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            self._note(f"cannot open the rotated file {rotated}: {exc.strerror or exc}",
+                       error=True, where=f"offset {saved.offset}")
+            return
         fst = os.fstat(fd)
-        handle = _OpenFile(rotated, fd, fst.st_dev, fst.st_ino, offset=saved.offset)
-        self._note(f"file was rotated to {os.path.basename(rotated)} while stopped; draining it")
+        handle = _OpenFile(rotated, fd, fst.st_dev, fst.st_ino, offset=saved.offset,
+                           size_seen=fst.st_size)
+        self._note(f"file was rotated to {os.path.basename(rotated)} {while_closed}; "
+                   "draining it")
         self._draining.append(handle)
-        self._read_available(handle, lines)
 
     def _find_sibling_by_inode(self, dev: int, ino: int) -> str | None:
         directory = os.path.dirname(os.path.abspath(self.path))
@@ -223,6 +351,8 @@ class FileFollower:
             return None
         for entry in entries:
             try:
+                if entry.inode() != ino:
+                    continue
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
@@ -242,14 +372,21 @@ class FileFollower:
         self._drain_rotated(lines)
 
     def _drain_rotated(self, lines: list[Line]) -> None:
-        """Read retired files to their end; close each once it ends on a complete line
-        and has stopped growing, or after a grace period with a partial line left."""
+        """Read retired files to their end (as far as the budget goes); close each once it
+        ends on a complete line and has stopped growing, or after a grace period with a
+        partial line left. A copy no writer holds is closed as soon as it is read."""
         still_open: list[_OpenFile] = []
         now = time.monotonic()
         for handle in self._draining:
             grew = self._read_available(handle, lines)
             quiet_for = now - handle.last_growth
-            if grew:
+            if not handle.at_eof:
+                still_open.append(handle)
+            elif handle.final:
+                if handle.pending_partial_line:
+                    lines.append(Line(handle.path, handle.offset, handle.pending_partial_line))
+                os.close(handle.fd)
+            elif grew:
                 still_open.append(handle)
             elif not handle.pending_partial_line and quiet_for >= self.rotated_quiet_seconds:
                 os.close(handle.fd)
@@ -274,16 +411,21 @@ class FileFollower:
         return self._fingerprint(handle) != handle.fingerprint_at_offset
 
     def _handle_truncation(self, handle: _OpenFile, lines: list[Line]) -> None:
+        """Restart the handle at 0; the unread tail of a ``copytruncate`` copy, when one is
+        found, is queued to be read first."""
         copy = self._find_copytruncate_copy(handle)
+        fd = None
         if copy is not None:
+            try:
+                fd = os.open(copy, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                fd = None
+        if copy is not None and fd is not None:
             self._note(f"file truncated; reading the unread tail from its copy {copy}")
-            fd = os.open(copy, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
             fst = os.fstat(fd)
-            tail = _OpenFile(copy, fd, fst.st_dev, fst.st_ino, offset=handle.offset)
-            self._read_available(tail, lines)
-            if tail.pending_partial_line:
-                lines.append(Line(copy, tail.offset, tail.pending_partial_line))
-            os.close(fd)
+            self._draining.append(_OpenFile(copy, fd, fst.st_dev, fst.st_ino,
+                                            offset=handle.offset, size_seen=fst.st_size,
+                                            final=True))
         else:
             unread = max(0, handle.read_position - handle.offset)
             self._note(
@@ -337,27 +479,46 @@ class FileFollower:
     # ----------------------------------------------------------------- reading
 
     def _read_available(self, handle: _OpenFile, lines: list[Line]) -> bool:
-        """Read from the handle's read position to EOF; return whether anything was read."""
+        """Read from the handle's read position to EOF, or until the poll's budget is spent;
+        return whether anything was read. ``handle.at_eof`` tells which of the two ended it."""
         grew = False
         position = handle.read_position
         while True:
+            if self._budget <= 0:
+                handle.size_seen = self._size_of(handle, position)
+                handle.at_eof = handle.size_seen <= position
+                break
+            wanted = min(READ_CHUNK_BYTES, self._budget)
             try:
-                chunk = os.pread(handle.fd, READ_CHUNK_BYTES, position)
+                chunk = os.pread(handle.fd, wanted, position)
             except OSError as exc:
                 self._note(f"read failed: {exc.strerror or exc}", error=True,
                            where=f"offset {position}")
+                handle.at_eof = True
                 break
             self._last_error = None
-            if not chunk:
+            if chunk:
+                grew = True
+                position += len(chunk)
+                self._budget -= len(chunk)
+                self.bytes_read += len(chunk)
+                self._split_lines(handle, chunk, lines)
+            if len(chunk) < wanted:
+                handle.at_eof = True
+                handle.size_seen = position
                 break
-            grew = True
-            position += len(chunk)
-            self._split_lines(handle, chunk, lines)
         if grew or handle.fingerprint_at_offset is None:
             handle.fingerprint_at_offset = self._fingerprint(handle)
         if grew:
             handle.last_growth = time.monotonic()
         return grew
+
+    @staticmethod
+    def _size_of(handle: _OpenFile, fallback: int) -> int:
+        try:
+            return os.fstat(handle.fd).st_size
+        except OSError:
+            return fallback
 
     def _split_lines(self, handle: _OpenFile, chunk: bytes, lines: list[Line]) -> None:
         data = handle.pending_partial_line + chunk if handle.pending_partial_line else chunk
