@@ -11,53 +11,127 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from monitor.detect.jsstable import js_trim, sha256_hex
 from monitor.detect.outcomes import strip_loop_note
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
-_NUM = "(?<![0-9A-Za-z_])[0-9]"
+_WORD = "[0-9A-Za-z_]"
+# A digit with no word character before it. The digit comes first and the look-behind after
+# it, so the regex starts with a character class and the regex engine skips ahead to the next
+# digit instead of trying a match at every position (same for the hex and ``1``/``tmp``
+# starts below, which stand for ``\b`` before a word character).
+_NUM = f"[0-9](?<!{_WORD}[0-9])"
+_HEX = "[0-9a-fA-F]"
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-# (name, regex, substrings of which one must occur for the regex to be worth running)
-BUILTIN_PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+
+# Shapes: one byte per character of the text (``latin-1``, ``?`` for anything beyond it),
+# mapped to character classes by ``bytes.translate``. Searching a shape for a short literal
+# runs at memory speed and tells whether (and where) a builtin regex can match at all.
+_DIGIT_SHAPE = bytes.maketrans(b"0123456789\t\n\x0b\x0c\r", b"9999999999     ")
+_HEX_SHAPE = bytes.maketrans(b"0123456789abcdefABCDEF", b"h" * 22)
+_LOWER_HEX_SHAPE = bytes(ord("h") if chr(i) in "0123456789abcdef" else ord(".")
+                         for i in range(256))
+
+
+def _shape(text: str, table: bytes) -> bytes:
+    return text.encode("latin-1", "replace").translate(table)
+
+
+class Gate(NamedTuple):
+    """When a builtin regex is worth running: only where ``probe`` (a regex, or literals
+    of which one must occur) finds something in the text (``table`` None) or in the text's
+    shape under ``table``. With ``anchored`` the probe regex matches at every place a match
+    of the builtin regex starts, so the builtin is tried at the probe's matches alone."""
+
+    table: bytes | None
+    probe: re.Pattern | tuple[str, ...]
+    anchored: bool = False
+
+    def passes(self, subject: str | bytes) -> bool:
+        if isinstance(self.probe, tuple):
+            return any(literal in subject for literal in self.probe)
+        return self.probe.search(subject) is not None
+
+
+_MONTH_GATE = Gate(None, re.compile("|".join(_MONTHS)))
+# (name, regex, gate)
+BUILTIN_PATTERNS: tuple[tuple[str, str, Gate], ...] = (
     ("iso_timestamp", r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}"
-                      r"(?:[.,][0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?", ("-",)),
-    ("date_words", rf"\b(?:{_DAY},?\s+)?{_MONTH}\s+[0-9]{{1,2}}(?:,?\s+[0-9]{{4}})?\b", _MONTHS),
-    ("day_month", rf"{_NUM}{{1,2}}\s+{_MONTH}\s+[0-9]{{4}}\b", _MONTHS),
-    ("clock_time", rf"{_NUM}{{1,2}}:[0-9]{{2}}:[0-9]{{2}}(?:[.,][0-9]+)?(?:\s?[AP]M)?\b", (":",)),
-    ("uuid", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
-     ("-",)),
-    ("hex_id", r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b", ()),
-    ("epoch", r"\b1[0-9]{9}(?:[0-9]{3}|[0-9]{6}|[0-9]{9})?(?:\.[0-9]+)?\b", ()),
-    ("duration", rf"{_NUM}+(?:\.[0-9]+)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds?|m|min|mins|"
-                 r"minutes?|h|hrs?|hours?)\b", ()),
-    ("pid", r"\b(?:pid|ppid|PID|process)\b[\s#:=]*[0-9]+", ("pid", "PID", "process")),
+                      r"(?:[.,][0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?",
+     Gate(_DIGIT_SHAPE, re.compile(rb"9999-99-99[T ]99:99"), anchored=True)),
+    ("date_words", rf"\b(?:{_DAY},?\s+)?{_MONTH}\s+[0-9]{{1,2}}(?:,?\s+[0-9]{{4}})?\b",
+     _MONTH_GATE),
+    ("day_month", rf"{_NUM}[0-9]?\s+{_MONTH}\s+[0-9]{{4}}\b", _MONTH_GATE),
+    ("clock_time", rf"{_NUM}[0-9]?:[0-9]{{2}}:[0-9]{{2}}(?:[.,][0-9]+)?(?:\s?[AP]M)?\b",
+     Gate(_DIGIT_SHAPE, re.compile(rb"9:99:99"))),
+    ("uuid", rf"{_HEX}(?<!{_WORD}{_HEX}){_HEX}{{7}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-"
+             rf"{_HEX}{{12}}\b",
+     Gate(_HEX_SHAPE, re.compile(rb"hhhhhhhh-hhhh-hhhh-hhhh-hhhhhhhhhhhh"), anchored=True)),
+    ("hex_id", rf"[0-9a-f](?<!{_WORD}[0-9a-f])(?:(?<=[0-9])(?=[0-9a-f]*[a-f])"
+               r"|(?<=[a-f])(?=[0-9a-f]*[0-9]))[0-9a-f]{11,}\b",
+     Gate(_LOWER_HEX_SHAPE, re.compile(rb"hhhhhhhhhhhh"), anchored=True)),
+    ("epoch", rf"1(?<!{_WORD}1)[0-9]{{9}}(?:[0-9]{{3}}|[0-9]{{6}}|[0-9]{{9}})?(?:\.[0-9]+)?\b",
+     Gate(_DIGIT_SHAPE, re.compile(rb"9999999999"), anchored=True)),
+    ("duration", rf"{_NUM}[0-9]*(?:\.[0-9]+)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds?|m|min|mins|"
+                 r"minutes?|h|hrs?|hours?)\b",
+     Gate(_DIGIT_SHAPE, re.compile(rb"9 ?[nu\xb5msh]"))),
+    ("pid", r"\b(?:pid|ppid|PID|process)\b[\s#:=]*[0-9]+",
+     Gate(None, ("pid", "PID", "process"))),
     ("temp_path", r"/(?:private/)?(?:tmp|var/tmp|var/folders/[^\s/]+/[^\s/]+/T)"
-                  r"(?:/[^\s/'\"]*?(?:tmp|temp|[0-9])[^\s/'\"]*)+", ("/tmp", "/var/")),
-    ("tmp_name", r"\btmp[a-zA-Z0-9_]{6,}\b", ("tmp",)),
+                  r"(?:/[^\s/'\"]*?(?:tmp|temp|[0-9])[^\s/'\"]*)+",
+     Gate(None, ("/tmp", "/var/"))),
+    ("tmp_name", rf"tmp(?<!{_WORD}tmp)[a-zA-Z0-9_]{{6,}}\b", Gate(None, ("tmp",))),
 )
 
 
 class Normaliser:
-    """Masks volatile values in strings and drops volatile keys from result details."""
+    """Masks volatile values in strings and drops volatile keys from result details.
+
+    Each builtin regex runs only when its gate says it can match, and an anchored one
+    only at the places its probe found, so a large result costs a few translations and
+    literal searches plus the regexes that actually change it. The result is exactly the
+    sequential ``re.sub`` of every pattern in ``BUILTIN_PATTERNS`` order, then of the extra
+    patterns (which have no gate).
+    """
 
     def __init__(self, use_builtin: bool = True, extra_patterns: tuple[str, ...] = (),
                  volatile_keys: tuple[str, ...] = ()) -> None:
-        self.patterns: list[tuple[re.Pattern, re.Pattern | None]] = []
+        self.patterns: list[tuple[re.Pattern, Gate | None]] = []
         if use_builtin:
-            self.patterns.extend(
-                (re.compile(p, re.ASCII), re.compile("|".join(map(re.escape, gate))) if gate
-                 else None) for _, p, gate in BUILTIN_PATTERNS)
+            self.patterns.extend((re.compile(p, re.ASCII), gate)
+                                 for _, p, gate in BUILTIN_PATTERNS)
         self.patterns.extend((re.compile(p), None) for p in extra_patterns)
         self.volatile_keys = frozenset(volatile_keys)
 
     def text(self, value: str) -> str:
         """``value`` with every volatile match replaced by ``#``."""
+        shapes: dict[bytes, bytes] = {}  # of the current ``value``
+        verdicts: dict[Gate, bool] = {}  # of the current ``value``
         for pattern, gate in self.patterns:
-            if gate is None or gate.search(value):
-                value = pattern.sub("#", value)
+            if gate is None:
+                masked = pattern.sub("#", value)
+            else:
+                subject: str | bytes = value
+                if gate.table is not None:
+                    subject = shapes.get(gate.table)
+                    if subject is None:
+                        subject = shapes[gate.table] = _shape(value, gate.table)
+                if gate.anchored:
+                    masked = _sub_where_probed(pattern, value, gate.probe, subject)
+                else:
+                    passes = verdicts.get(gate)
+                    if passes is None:
+                        passes = verdicts[gate] = gate.passes(subject)
+                    if not passes:
+                        continue
+                    masked = pattern.sub("#", value)
+            if masked != value:
+                value = masked
+                shapes.clear()
+                verdicts.clear()
         return value
 
     def strip_keys(self, value: Any) -> Any:
@@ -73,6 +147,29 @@ class Normaliser:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
                           default=str)
         return sha256_hex(self.text(text))[:32]
+
+
+def _sub_where_probed(pattern: re.Pattern, text: str, probe: re.Pattern,
+                      subject: str | bytes) -> str:
+    """``pattern.sub("#", text)`` for a pattern whose every match starts where ``probe``
+    matches ``subject`` (``text`` or its shape): trying the regex at those places, in
+    order, finds the same leftmost matches without scanning the text in between."""
+    parts: list[str] = []
+    done = 0
+    found = probe.search(subject)
+    while found is not None:
+        at = found.start()
+        match = pattern.match(text, at)
+        if match is None:
+            found = probe.search(subject, at + 1)
+            continue
+        parts += (text[done:at], "#")
+        done = match.end()
+        found = probe.search(subject, done)
+    if not parts:
+        return text
+    parts.append(text[done:])
+    return "".join(parts)
 
 
 def is_failure(tool: str, is_error: bool, details: Any, text: str) -> bool:

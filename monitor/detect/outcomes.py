@@ -24,11 +24,15 @@ _LOOP_NOTE = re.compile(
     r"\n?\[System note: Tool-loop warning after \d+ repeated calls\. Change your approach or"
     r" stop if you are not making progress\.\]\Z"
 )
+# An untrusted-content block whose END marker repeats the start marker's id. The body runs
+# to the first start or END marker; it is scanned in runs of non-``<`` characters and
+# possessively (the body can only end at that first marker, so backtracking never helps),
+# which keeps the match linear in the page length.
 _MARKER = re.compile(
-    r'(<<<EXTERNAL_UNTRUSTED_CONTENT id=(\\*)")([a-f0-9]{16})(\2">>>(?:(?!<<<(?:END_)?'
-    r'EXTERNAL_UNTRUSTED_CONTENT)[\s\S])*<<<END_EXTERNAL_UNTRUSTED_CONTENT id=\2")\3(\2">>>)'
+    r'(<<<EXTERNAL_UNTRUSTED_CONTENT id=(\\*+)")([a-f0-9]{16})(\2">>>'
+    r'(?:[^<]++|<(?!<<(?:END_)?EXTERNAL_UNTRUSTED_CONTENT))*+'
+    r'<<<END_EXTERNAL_UNTRUSTED_CONTENT id=\2")\3(\2">>>)'
 )
-_UNESCAPED_QUOTE = re.compile(r'(?<!\\)\\*"')
 _WS = "[\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
 _VOLATILE_EXEC_FAILURE = [
     re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:z|[+-]\d{2}:\d{2})?",
@@ -97,13 +101,25 @@ def _canonical_markers(text: str) -> str:
     def replace(match: re.Match) -> str:
         start, escapes, _id, middle, end = match.groups()
         width = len(escapes)
-        if (width & (width + 1)) != 0 or any(
-            len(quote) % (width + 1) != 0 for quote in _UNESCAPED_QUOTE.findall(middle)
-        ):
+        if (width & (width + 1)) != 0 or not _quotes_escaped_like_marker(middle, width):
             return match.group(0)
         return start + "0" * 16 + middle + "0" * 16 + end
 
     return _MARKER.sub(replace, text)
+
+
+def _quotes_escaped_like_marker(middle: str, width: int) -> bool:
+    """True when every ``"`` in ``middle``, with the backslashes right before it, is a
+    multiple of ``width + 1`` characters long (OpenClaw's check that the block sits at the
+    marker's own JSON-escaping depth). Always true for an unescaped marker (``width`` 0)."""
+    if width == 0 or '"' not in middle:
+        return True
+    step = width + 1
+    for before_quote in middle.split('"')[:-1]:
+        backslashes = len(before_quote) - len(before_quote.rstrip("\\"))
+        if (backslashes + 1) % step:
+            return False
+    return True
 
 
 def digest_outcome(value: Any) -> str:

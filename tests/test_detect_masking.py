@@ -1,0 +1,124 @@
+"""The gated volatile-value masking equals running every original regex over the text.
+
+``ORIGINAL_PATTERNS`` are the builtin regexes as first written (``\\b`` and look-behinds
+first, each run with ``re.sub`` over the whole text); they are the oracle. The
+``Normaliser`` now skips a regex when its gate finds nothing, tries anchored regexes
+only where their probe matches, and starts its regexes with a character class; none
+of that may change a single character of the masked text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from monitor.detect.normalise import BUILTIN_PATTERNS, Normaliser, _shape, outcome_key
+
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
+_DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
+_NUM = "(?<![0-9A-Za-z_])[0-9]"
+ORIGINAL_PATTERNS = {
+    "iso_timestamp": r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}"
+                     r"(?:[.,][0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?",
+    "date_words": rf"\b(?:{_DAY},?\s+)?{_MONTH}\s+[0-9]{{1,2}}(?:,?\s+[0-9]{{4}})?\b",
+    "day_month": rf"{_NUM}{{1,2}}\s+{_MONTH}\s+[0-9]{{4}}\b",
+    "clock_time": rf"{_NUM}{{1,2}}:[0-9]{{2}}:[0-9]{{2}}(?:[.,][0-9]+)?(?:\s?[AP]M)?\b",
+    "uuid": r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
+    "hex_id": r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b",
+    "epoch": r"\b1[0-9]{9}(?:[0-9]{3}|[0-9]{6}|[0-9]{9})?(?:\.[0-9]+)?\b",
+    "duration": rf"{_NUM}+(?:\.[0-9]+)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds?|m|min|mins|"
+                r"minutes?|h|hrs?|hours?)\b",
+    "pid": r"\b(?:pid|ppid|PID|process)\b[\s#:=]*[0-9]+",
+    "temp_path": r"/(?:private/)?(?:tmp|var/tmp|var/folders/[^\s/]+/[^\s/]+/T)"
+                 r"(?:/[^\s/'\"]*?(?:tmp|temp|[0-9])[^\s/'\"]*)+",
+    "tmp_name": r"\btmp[a-zA-Z0-9_]{6,}\b",
+}
+ORIGINAL = {name: re.compile(regex, re.ASCII) for name, regex in ORIGINAL_PATTERNS.items()}
+CURRENT = {name: (re.compile(regex, re.ASCII), gate) for name, regex, gate in BUILTIN_PATTERNS}
+assert list(ORIGINAL_PATTERNS) == list(CURRENT)  # same patterns, same order
+
+
+def original_mask(text: str) -> str:
+    for name in ORIGINAL_PATTERNS:
+        text = ORIGINAL[name].sub("#", text)
+    return text
+
+
+# Volatile values and their near misses, glued by separators, so that matches touch,
+# overlap, sit at the text's edges and are created or broken by earlier masks.
+PIECES = [
+    "2026-09-06T12:34:56.789Z", "2026-09-06 12:34", "1999-01-01T00:00+02:00", "12:34:56",
+    "1:02:03 PM", "9:99:99", "123:45:67", "Sat Nov 29 13:05:07 UTC 2026", "Nov 29, 2026",
+    "29 November 2026", "Mayday 3", "deadbeef-0123-4567-89ab-cdef01234567",
+    "DEADBEEF-0123-4567-89AB-CDEF01234567", "f92ee41a0d43", "0123456789abcdef0",
+    "abcdefabcdefab", "123456789012", "deadbeefcafe1", "1700000000", "1700000000123.5",
+    "17000000001", "0.25s", "12 ms", "3µs", "5 minutes", "10m", "7h", "2hours", "1.5 sec",
+    "pid 4242", "ppid=17", "PID: 9", "process #12", "/tmp/build-1234/out",
+    "/private/var/folders/ab/cd/T/tmpx1", "/var/tmp/x9", "tmpa1b2c3d4", "tmp_short", "x",
+    "_", "é", "µ", "\u2028", "\U0001F600", "#", "-", ":", ".", ",", "/", "'", '"', "\\n",
+    " ", "  ", "\t", "\n", "0", "1", "9", "a", "f", "g", "A", "F", "T", "Z", "s", "m",
+]
+separators = st.sampled_from(["", " ", "\n", "-", "_", ":", "a", "0", "/", "é", "#", '":"'])
+structured = st.lists(st.tuples(st.sampled_from(PIECES), separators), max_size=14).map(
+    lambda parts: "".join(a + b for a, b in parts))
+small_alphabet = st.text(alphabet="0123456789abcdefABT:-./ _#\nµé", max_size=120)
+texts = st.one_of(structured, small_alphabet, st.text(max_size=150),
+                  structured.map(lambda text: json.dumps({"text": text, "n": [text]},
+                                                         ensure_ascii=False)))
+FUZZ = settings(max_examples=1200, deadline=None, database=None, derandomize=True,
+                suppress_health_check=list(HealthCheck))
+
+
+@FUZZ
+@given(text=texts)
+@example(text="a deadbeef-0123-4567-89ab-cdef01234567 at 2026-09-06T12:34:56Z pid 42")
+@example(text="x2026-09-06T10:00deadbeef1234 17000000001234 tmpabcdef12 12:00:00 5ms")
+@example(text="/tmp/a1 /var/folders/xy/zz/T/tmp9 Mon, Jan 5, 2026 and 5 Jan 2026")
+@example(text="a\ud800 12:00:00 \udfff deadbeef12345 1700000000 \ud83d2026-01-01T10:00Z")
+def test_masking_equals_the_original_regexes_in_order(text):
+    assert Normaliser().text(text) == original_mask(text)
+
+
+@FUZZ
+@given(text=texts)
+def test_each_rewritten_regex_and_its_gate(text):
+    """Per builtin: the rewritten regex masks like the original; its gate passes whenever
+    the original matches; an anchored probe matches wherever an original match starts."""
+    for name, original in ORIGINAL.items():
+        current, gate = CURRENT[name]
+        assert current.sub("#", text) == original.sub("#", text), name
+        starts = [m.start() for m in original.finditer(text)]
+        subject = text if gate.table is None else _shape(text, gate.table)
+        if starts:
+            assert gate.passes(subject), name
+        if gate.anchored:
+            assert all(gate.probe.match(subject, at) for at in starts), name
+
+
+def test_volatile_values_are_still_masked():
+    normaliser = Normaliser()
+    first = "took 12ms at 2026-09-06T12:34:56Z id deadbeef-0123-4567-89ab-cdef01234567"
+    second = "took 40ms at 2026-09-07T01:02:03Z id 0badcafe-3210-7654-ba98-fedcba987654"
+    assert normaliser.text(first) == normaliser.text(second) == "took # at # id #"
+    assert normaliser.text("build f92ee41a0d43 done") == "build # done"
+    assert normaliser.text("plain words stay") == "plain words stay"
+
+
+def test_extra_patterns_still_apply_after_the_builtins():
+    normaliser = Normaliser(extra_patterns=(r"job-[a-z]+",))
+    assert normaliser.text("job-alpha finished in 3s") == "# finished in #"
+
+
+def test_outcome_keys_ignore_volatile_values_in_large_results():
+    normaliser = Normaliser()
+    lines = [f"line {n}: ok f{n:011x}a at 2026-09-06T12:{n % 60:02d}:00Z" for n in range(4000)]
+    body = "\n".join(lines)
+    later = body.replace("2026-09-06", "2026-09-07")
+    key = outcome_key(normaliser, "exec", "h", is_error=False, details=None, text=body)
+    assert key == outcome_key(normaliser, "exec", "h", is_error=False, details=None, text=later)
+    changed = body.replace("line 2000:", "line 2000 FAILED:")
+    assert key != outcome_key(normaliser, "exec", "h", is_error=False, details=None,
+                              text=changed)
