@@ -24,6 +24,10 @@ from monitor.events import (
 )
 from monitor.sources.sourceset import SourceSet
 
+# Findings kept per session (the newest); ``findings_total`` counts every one. A session
+# looping for days keeps producing findings, and the list must not grow with it.
+FINDINGS_KEPT = 200
+
 
 def iso(ts: float | None) -> str:
     moment = datetime.fromtimestamp(ts, UTC) if ts else datetime.now(UTC)
@@ -32,7 +36,11 @@ def iso(ts: float | None) -> str:
 
 @dataclass
 class SessionState:
-    """What the monitor knows of one transcript generation (one ``session_id``)."""
+    """What the monitor knows of one transcript generation (one ``session_id``).
+
+    ``findings`` holds the newest ``FINDINGS_KEPT`` findings; ``findings_total`` counts all
+    that the session ever produced (it also serves as the session's change marker).
+    """
 
     session_id: str
     key: str = ""
@@ -53,6 +61,13 @@ class SessionState:
     first_ts: float | None = None
     last_ts: float | None = None
     findings: list[Finding] = field(default_factory=list)
+    findings_total: int = 0
+
+    def add_finding(self, finding: Finding) -> None:
+        self.findings.append(finding)
+        self.findings_total += 1
+        if len(self.findings) > FINDINGS_KEPT:
+            del self.findings[:-FINDINGS_KEPT]
 
     def touch(self, ts: float | None) -> None:
         if ts is None:
@@ -74,6 +89,7 @@ class SessionState:
             "tokens": {"input": self.tokens_input, "output": self.tokens_output,
                        "total": self.tokens_total},
             "findings": [f.as_json() for f in self.findings],
+            "findings_total": self.findings_total,
         }
 
 
@@ -203,7 +219,7 @@ class Monitor:
         if self.engine is None:
             return
         for finding in self.engine.observe(state.key or state.session_id, state.agent_id, event):
-            state.findings.append(finding)
+            state.add_finding(finding)
             if not self.quiet:
                 records.append({
                     "type": "finding", "ts": iso(finding.ts), "key": state.key,

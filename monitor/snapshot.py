@@ -433,7 +433,7 @@ class SnapshotBuilder:
         """The board row of ``state``; unchanged sessions reuse their previous row (only
         the whole-second idle time and the state that depends on it are refreshed)."""
         idle = None if state.last_ts is None else float(int(max(0.0, now - state.last_ts)))
-        version = (state.tool_calls, state.assistant_messages, len(state.findings),
+        version = (state.tool_calls, state.assistant_messages, state.findings_total,
                    state.last_ts, state.status, state.key, state.label, state.model,
                    state.aborted_last_run, state.agent_id, state.tokens_input)
         cached = self._rows.get(state.session_id)
@@ -457,7 +457,7 @@ class SnapshotBuilder:
             budget_percent=burn.percent if burn else None,
             worst_detector=worst.detector if worst else None,
             worst_level=worst.level if worst else None, worst_count=worst.count if worst else 0,
-            last_ts=state.last_ts, idle_seconds=idle, alerts=len(state.findings))
+            last_ts=state.last_ts, idle_seconds=idle, alerts=state.findings_total)
         self._rows[state.session_id] = (version, row, current)
         return row
 
