@@ -24,7 +24,7 @@ from typing import Any
 
 from monitor.detect.findings import LEVEL_RANK, Finding
 from monitor.detect.status import BurnStatus, PingPongPair, StreakStatus
-from monitor.events import AssistantMessage, GatewayNotice, ToolCall, ToolResult
+from monitor.events import AssistantMessage, GatewayNotice, SessionInfo, ToolCall, ToolResult
 
 STATES = ("running", "idle", "stalled", "looping", "stopped", "done")
 LOOP_DETECTORS = frozenset({
@@ -252,7 +252,8 @@ class _Timeline:
 class SnapshotFeed:
     """Wraps a ``SourceSet`` (``Monitor.sources``), recording what the snapshot needs.
 
-    ``poll()`` hands events on in slices of at most ``slice_events``; ``backlog``
+    ``poll()`` hands events on in slices of at most ``slice_events`` (session index
+    records are cheap and do not count, so the whole index shows at once); ``backlog``
     says how many read events still wait, ``released`` how many went through.
     """
 
@@ -280,9 +281,13 @@ class SnapshotFeed:
             fresh = self.inner.poll()
             self.read += len(fresh)
             self.pending.extend(fresh)
-        count = min(len(self.pending), self.slice_events)
-        out = [self.pending.popleft() for _ in range(count)]
-        self.released += count
+        out = []
+        heavy = 0
+        while self.pending and heavy < self.slice_events:
+            event = self.pending.popleft()
+            out.append(event)
+            heavy += not isinstance(event, SessionInfo)
+        self.released += len(out)
         for event in out:
             self._record(event)
         return out

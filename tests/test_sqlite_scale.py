@@ -18,8 +18,8 @@ from monitor.sim import transcript as tx
 from monitor.sim.sqlite_writer import SqliteAgentWriter
 from monitor.sources.sqlite_agent import NEW_ROWS_SQL, SqliteAgentSource
 
-UNBOUNDED = {"step_bytes": 1 << 40, "step_rows": 1 << 40}
-SMALL_STEP = {"step_bytes": 48 * 1024, "step_rows": 40}
+UNBOUNDED = {"poll_budget_bytes": 1 << 40, "step_rows": 1 << 40}
+SMALL_STEP = {"poll_budget_bytes": 48 * 1024, "step_rows": 40}
 BIG_TEXT_BYTES = 12_000  # well past the writer's zstd threshold
 T0 = 1_795_960_000.0
 
@@ -199,7 +199,7 @@ def test_each_poll_stays_within_its_budget_but_one_row(agent: Agent) -> None:
         rows = {e.origin.removeprefix(f"{agent.path}#").split("#")[0]
                 for e in transcript_events(events)}
         assert len(rows) <= SMALL_STEP["step_rows"]
-        assert sum(size[row] for row in rows) <= SMALL_STEP["step_bytes"] + largest
+        assert sum(size[row] for row in rows) <= SMALL_STEP["poll_budget_bytes"] + largest
     source.close()
 
 

@@ -22,6 +22,8 @@ class Source:
     behind: bool = False
     #: Bytes (or an estimate) known to be readable but not yet read; for progress displays.
     backlog_bytes: int = 0
+    #: How much one ``poll()`` may read; sources that read in steps set it.
+    poll_budget_bytes: int
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -14,6 +14,7 @@ from monitor.sources.tail import FollowerState
 
 AGENT_DB = os.path.join("agent", "openclaw-agent.sqlite")
 RESCAN_SECONDS = 2.0
+FIRST_POLL_BUDGET_BYTES = 1 << 20   # the first poll is small so a board shows the index at once
 
 
 def source_id(source: Source) -> str:
@@ -42,6 +43,7 @@ class SourceSet:
         self._known: set[str] = set()
         self._last_scan = float("-inf")
         self._log_held = False
+        self._polled: set[int] = set()
         if log_path:
             saved = self._resume.pop(f"gateway-log:{os.path.abspath(log_path)}", None)
             follower = (saved or {}).get("follower")
@@ -128,13 +130,26 @@ class SourceSet:
         out: list = []
         transcripts = [s for s in self.sources if s.kind != "gateway-log"]
         for source in transcripts:
-            out.extend(source.poll())
+            out.extend(self._poll_source(source))
         self._log_held = any(s.behind for s in transcripts)
         if not self._log_held:
             for source in self.sources:
                 if source.kind == "gateway-log":
-                    out.extend(source.poll())
+                    out.extend(self._poll_source(source))
         return out
+
+    def _poll_source(self, source: Source) -> list:
+        """One step of ``source``; its first step reads at most ``FIRST_POLL_BUDGET_BYTES``."""
+        if id(source) in self._polled or not hasattr(source, "poll_budget_bytes"):
+            self._polled.add(id(source))
+            return source.poll()
+        self._polled.add(id(source))
+        budget = source.poll_budget_bytes
+        source.poll_budget_bytes = min(budget, FIRST_POLL_BUDGET_BYTES)
+        try:
+            return source.poll()
+        finally:
+            source.poll_budget_bytes = budget
 
     @property
     def behind(self) -> bool:

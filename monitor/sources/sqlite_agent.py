@@ -13,7 +13,7 @@ runs in one read transaction (a consistent WAL snapshot):
   a resume from a checkpoint). Pending sessions are read most recently written
   first (highest rowid), so a dashboard catching up shows live sessions first.
 
-One poll reads at most ``step_bytes`` of decoded event JSON or ``step_rows``
+One poll reads at most ``poll_budget_bytes`` of decoded event JSON or ``step_rows``
 rows; when it stops there with a row already readable it sets ``behind``, and
 the next poll carries on from the per-session cursors. ``backlog_bytes``
 estimates what is left from the pending sessions' unread seq range times the
@@ -64,12 +64,12 @@ class SqliteAgentSource(Source):
     kind = "sqlite"
 
     def __init__(self, db_path: str, agent_id: str, *, resume: dict | None = None,
-                 sweep_seconds: float = 30.0, step_bytes: int = STEP_BUDGET_BYTES,
+                 sweep_seconds: float = 30.0, poll_budget_bytes: int = STEP_BUDGET_BYTES,
                  step_rows: int = STEP_BUDGET_ROWS) -> None:
         super().__init__(db_path)
         self.agent_id = agent_id
         self.sweep_seconds = sweep_seconds
-        self.step_bytes = step_bytes
+        self.poll_budget_bytes = poll_budget_bytes
         self.step_rows = step_rows
         self.behind = False
         self.backlog_bytes = 0
@@ -321,7 +321,7 @@ class SqliteAgentSource(Source):
             rows = conn.execute(sql, (sid, self.seq_cursor.get(sid, -1)))
             try:
                 for seq, event_json, event_zstd, utf8_bytes in rows:
-                    if spent_bytes >= self.step_bytes or spent_rows >= self.step_rows:
+                    if spent_bytes >= self.poll_budget_bytes or spent_rows >= self.step_rows:
                         self.behind = True
                         break
                     spent_bytes += self._emit_row(sid, seq, event_json, event_zstd,

@@ -1,0 +1,62 @@
+"""The first poll is small and the whole session index is released at once, so a board shows
+every session (running ones included) before history is read."""
+
+from __future__ import annotations
+
+import pytest
+
+from monitor.events import SessionInfo
+from monitor.pipeline import Monitor
+from monitor.sim.simulator import Simulator
+from monitor.snapshot import SnapshotFeed
+from monitor.sources import sourceset
+from monitor.sources.sourceset import SourceSet
+
+SCENARIOS = ("hammer", "pingpong", "poll", "heavy", "healthy", "burner", "rotation", "drift")
+
+
+def simulate(tmp_path, era: str) -> str:
+    sim = Simulator(tmp_path / "state", era=era, log_path=tmp_path / "gw.log")
+    for n, name in enumerate(SCENARIOS * 3):
+        sim.add_session(name, key=f"agent:main:{name}-{n}")
+    sim.run(calls=2400, rate=0)
+    sim.close()
+    return str(tmp_path / "state")
+
+
+def read_all(sources: SourceSet) -> list:
+    events = sources.poll()
+    while sources.behind:
+        events += sources.poll()
+    return events
+
+
+@pytest.mark.parametrize("era", ["sqlite", "legacy"])
+def test_first_poll_is_the_index_and_a_small_step(tmp_path, monkeypatch, era):
+    state_dir = simulate(tmp_path, era)
+    whole = read_all(SourceSet(state_dir=state_dir))
+    transcript_events = [e for e in whole if not isinstance(e, SessionInfo)]
+    assert len(transcript_events) > 2000
+    monkeypatch.setattr(sourceset, "FIRST_POLL_BUDGET_BYTES", 16 * 1024)
+    sources = SourceSet(state_dir=state_dir)
+    first = sources.poll()
+    index = [e for e in first if isinstance(e, SessionInfo)]
+    assert {e.key for e in index} == {e.key for e in whole if isinstance(e, SessionInfo)}
+    assert len({e.key for e in index}) == len(SCENARIOS) * 3
+    assert sources.behind and sources.backlog_bytes > 0
+    assert 0 < len(first) - len(index) < len(transcript_events) / 10
+    rest = read_all(sources)
+    origins = [e.origin for e in first + rest if hasattr(e, "origin")]
+    assert len(origins) == len(set(origins)), "an event was read twice"
+    assert sorted(origins) == sorted(e.origin for e in whole if hasattr(e, "origin"))
+
+
+def test_the_feed_releases_the_whole_index_in_its_first_slice(tmp_path):
+    state_dir = simulate(tmp_path, "sqlite")
+    feed = SnapshotFeed(SourceSet(state_dir=state_dir), slice_events=5)
+    Monitor(feed)
+    first = feed.poll()
+    assert len({e.key for e in first if isinstance(e, SessionInfo)}) == len(SCENARIOS) * 3
+    assert not any(isinstance(e, SessionInfo) for e in feed.pending)
+    assert sum(not isinstance(e, SessionInfo) for e in first) == 5
+    assert feed.backlog > 0
