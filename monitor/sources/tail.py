@@ -91,6 +91,10 @@ class _OpenFile:
     skipping_long_line: bool = False
     last_growth: float = field(default_factory=time.monotonic)
     fingerprint_at_offset: str | None = None
+    #: The last FINGERPRINT_BYTES bytes before ``offset`` as they were read. The fingerprint is
+    #: taken from these, not from the disk after the read: a copytruncate in between would
+    #: give the new file's fingerprint, and its copy would not be recognised.
+    bytes_before_offset: bytes = b""
     #: The size last seen by stat, fstat or reading to the end; for the backlog estimate.
     size_seen: int = 0
     #: Whether the last read reached the end of the file (False when a budget stopped it).
@@ -158,7 +162,8 @@ class FileFollower:
         current = self._current
         if current is None:
             return self._resume
-        return FollowerState(current.dev, current.ino, current.offset, self._fingerprint(current))
+        return FollowerState(current.dev, current.ino, current.offset,
+                             _digest(current.bytes_before_offset))
 
     def suspend(self) -> bool:
         """Close the descriptor of a follower that has read its file to the end, keeping only
@@ -179,7 +184,7 @@ class FileFollower:
         if st.st_size != current.read_position:
             return False
         self._resume = FollowerState(current.dev, current.ino, current.offset,
-                                     self._fingerprint(current))
+                                     _digest(current.bytes_before_offset))
         self._suspended_as = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         os.close(current.fd)
         self._current = None
@@ -282,6 +287,7 @@ class FileFollower:
         handle = _OpenFile(self.path, fd, fst.st_dev, fst.st_ino, size_seen=fst.st_size)
         if self._start_at_end:
             handle.offset = fst.st_size
+            handle.bytes_before_offset = self._bytes_on_disk_before_offset(handle)
             self._start_at_end = False
         elif announce and st is not None:
             self._note("following from the start")
@@ -306,8 +312,9 @@ class FileFollower:
                 return
             if (handle.dev, handle.ino) == (saved.dev, saved.ino):
                 handle.offset = saved.offset
+                handle.bytes_before_offset = self._bytes_on_disk_before_offset(handle)
                 if handle.size_seen < saved.offset \
-                        or self._fingerprint(handle) != saved.fingerprint:
+                        or _digest(handle.bytes_before_offset) != saved.fingerprint:
                     self._note(f"file was truncated {while_closed}")
                     handle.fingerprint_at_offset = saved.fingerprint
                     self._handle_truncation(handle, lines)
@@ -434,6 +441,7 @@ class FileFollower:
                 where=f"offset {handle.offset}",
             )
         handle.offset = 0
+        handle.bytes_before_offset = b""
         handle.pending_partial_line = b""
         handle.skipping_long_line = False
         handle.fingerprint_at_offset = None
@@ -470,11 +478,15 @@ class FileFollower:
     def _fingerprint(self, handle: _OpenFile) -> str:
         """Digest of the bytes just before the offset, as they are on disk now. The window
         spans several lines: the last ~100 bytes of many log lines never change."""
+        return _digest(self._bytes_on_disk_before_offset(handle))
+
+    @staticmethod
+    def _bytes_on_disk_before_offset(handle: _OpenFile) -> bytes:
         start = max(0, handle.offset - FINGERPRINT_BYTES)
         try:
-            return _digest(os.pread(handle.fd, handle.offset - start, start))
+            return os.pread(handle.fd, handle.offset - start, start)
         except OSError:
-            return ""
+            return b""
 
     # ----------------------------------------------------------------- reading
 
@@ -508,7 +520,7 @@ class FileFollower:
                 handle.size_seen = position
                 break
         if grew or handle.fingerprint_at_offset is None:
-            handle.fingerprint_at_offset = self._fingerprint(handle)
+            handle.fingerprint_at_offset = _digest(handle.bytes_before_offset)
         if grew:
             handle.last_growth = time.monotonic()
         return grew
@@ -546,6 +558,10 @@ class FileFollower:
             handle.offset += len(rest)
             rest = b""
         handle.pending_partial_line = rest
+        consumed = handle.offset - line_start_offset
+        if consumed:
+            kept = data[max(0, consumed - FINGERPRINT_BYTES):consumed]
+            handle.bytes_before_offset = (handle.bytes_before_offset + kept)[-FINGERPRINT_BYTES:]
 
     def _note(self, message: str, *, error: bool = False, where: str = "") -> None:
         """Record a notice; an error that repeats the previous one, with no successful read
