@@ -26,6 +26,9 @@ acknowledged with ``hold.ack``. On entering ``down`` (both readers stopped) it r
 and the oldest transcript generation once each, so rotation while no reader runs is always
 exercised, and acknowledges with ``down.ack``. (A generation created and rotated away, or a
 file deleted, while no reader runs cannot be recovered by any reader, so neither happens.)
+The test restarts its readers when they have read a share of the records, which on a loaded
+machine can come after the last record, so after it the writer goes on answering until
+``finish`` exists (at most ``--finish-wait-seconds``).
 
 At the end it writes ``<root>/summary.json`` (what was written, per stream) and prints ``done``.
 """
@@ -202,6 +205,10 @@ class Control:
             if down:
                 on_down()
             self._ack("down", down)
+
+    @property
+    def finished(self) -> bool:
+        return self._flag("finish")
 
     @property
     def quiet(self) -> bool:
@@ -535,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--min-generation-records", type=int, default=2000)
     parser.add_argument("--min-generation-seconds", type=float, default=1.0)
+    parser.add_argument("--finish-wait-seconds", type=float, default=120.0)
     args = parser.parse_args(argv)
 
     Journal.open(args.root)
@@ -570,6 +578,10 @@ def main(argv: list[str] | None = None) -> int:
         pacer.records += 1
         pacer.maybe_sleep()
     elapsed = time.monotonic() - pacer.started
+    finish_by = time.monotonic() + args.finish_wait_seconds
+    while not control.finished and time.monotonic() < finish_by:
+        control.refresh(rotate_while_down)
+        time.sleep(0.01)
     checkpointer.stop.set()
     checkpointer.join()
     legacy.close()

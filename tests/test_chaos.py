@@ -242,15 +242,25 @@ class WriterControl:
 
     def set(self, flag: str) -> None:
         (self.dir / flag).write_text(flag)
-        ack = self.dir / f"{flag}.ack"
-        deadline = time.monotonic() + HANDSHAKE_SECONDS
-        while not ack.exists():
-            assert self.writer.poll() is None, "the writer exited during a handshake"
-            assert time.monotonic() < deadline, f"the writer did not acknowledge {flag}"
-            time.sleep(0.005)
+        self._wait_for(lambda: (self.dir / f"{flag}.ack").exists(), f"acknowledge {flag}")
 
     def clear(self, flag: str) -> None:
+        """Remove the flag and wait until the writer has seen it go (its ack is removed), so
+        the next ``set`` cannot be answered by a stale ack."""
         (self.dir / flag).unlink()
+        self._wait_for(lambda: not (self.dir / f"{flag}.ack").exists(), f"release {flag}")
+
+    def finish(self) -> None:
+        """Let the writer exit once its records are written (it waits for this)."""
+        (self.dir / "finish").write_text("finish")
+
+    def _wait_for(self, condition, what: str) -> None:
+        deadline = time.monotonic() + HANDSHAKE_SECONDS
+        while not condition():
+            code = self.writer.poll()
+            assert code is None, f"the writer exited ({code}) before it would {what}"
+            assert time.monotonic() < deadline, f"the writer did not {what}"
+            time.sleep(0.005)
 
 
 def wait_until(condition, seconds: float, what: str, tick=None) -> None:
@@ -297,6 +307,8 @@ def test_exactly_once_under_chaos(tmp_path: Path) -> None:
                 restart_points.pop(0)
                 restarts.append(restart_both(local, cli, control))
                 last_tick[0] = time.monotonic()
+                if not restart_points:
+                    control.finish()
             time.sleep(POLL_SECONDS)
         writer_out, writer_err = writer.communicate()
         assert writer.returncode == 0 and writer_out.strip() == "done", writer_err
