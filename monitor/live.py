@@ -57,6 +57,10 @@ def run_live(monitor: Monitor, emit: Callable[[list[dict]], None], *,
                 break
             if not sources.behind:
                 waker.wait(None if remaining is None else min(remaining, poll_seconds))
+        if stop.is_set():
+            # Read what arrived since the last poll, so the checkpoint saved below does not
+            # name a file that a rotation is about to take away unread.
+            emit(monitor.step())
     finally:
         waker.close()
         if store:
