@@ -116,3 +116,23 @@ def test_dashboard_row_changes_when_a_finding_arrives_at_the_cap(hammer, monkeyp
     after = builder.build().row(session.session_id)
     assert after.alerts == total + 1
     assert after.worst_count == 10_000
+
+
+def test_a_long_loop_keeps_the_newest_findings_at_the_real_cap(tmp_path):
+    """At the shipped cap: a hammer loop long enough to outgrow it (OpenClaw warns every
+    tenth call) keeps exactly the newest ``FINDINGS_KEPT`` and still counts them all."""
+    sim = Simulator(tmp_path / "state", log_path=tmp_path / "gw.log",
+                    clock=FakeClock(tick=1.0), loop_warnings=True)
+    sim.store.writer.autocommit = False
+    session = sim.add_session("hammer", key="agent:main:hammer")
+    sim.run(calls=12 * pipeline.FINDINGS_KEPT, rate=0)
+    sim.close()
+    monitor, emitted = replayed(tmp_path, quiet=False)
+    produced = [r for r in emitted if r["session_id"] == session.session_id]
+    assert len(produced) > pipeline.FINDINGS_KEPT
+    reported = next(s for s in monitor.report()["sessions"]
+                    if s["session_id"] == session.session_id)
+    assert reported["findings_total"] == len(produced)
+    assert reported["findings"] == [
+        {k: r[k] for k in ("detector", "level", "count", "tool", "at_call", "message")}
+        for r in produced[-pipeline.FINDINGS_KEPT:]]

@@ -195,8 +195,14 @@ class PostCompaction:
         return self.repeats
 
 
+# Runs whose tool calls ``IterationCounter`` keeps counting: only the current run is ever
+# judged, the few before it cover calls of an older run interleaved with the new one.
+ITERATION_RUNS_KEPT = 8
+
+
 class IterationCounter:
-    """``iteration_budget``: tool calls made by each run (the last few runs are kept)."""
+    """``iteration_budget``: tool calls made by each run (the last ``ITERATION_RUNS_KEPT``
+    runs are kept)."""
 
     __slots__ = ("runs",)
 
@@ -207,7 +213,7 @@ class IterationCounter:
         key = run_id or ""
         self.runs[key] = self.runs.get(key, 0) + 1
         self.runs.move_to_end(key)
-        while len(self.runs) > 8:
+        while len(self.runs) > ITERATION_RUNS_KEPT:
             self.runs.popitem(last=False)
         return self.runs[key]
 

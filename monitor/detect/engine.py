@@ -36,6 +36,7 @@ from monitor.detect.outcomes import (
     is_not_admitted,
     normalize_tool_name,
     outcome_of,
+    outcome_params,
     tool_params,
 )
 from monitor.detect.session_state import LastCall, PendingCall, SessionState
@@ -54,7 +55,12 @@ from monitor.events import (
     UserMessage,
 )
 
+# Runs whose session is remembered (for gateway lines that name only a run), the most
+# recently seen kept: a live run is seen again on each of its events.
 MAX_RUN_INDEX = 4096
+# Gateway loop lines of sessions not (yet) in the transcripts: the highest bucket
+# reported per session and pattern, oldest forgotten first.
+MAX_ORPHAN_NOTICES = 1024
 TRANSCRIPT_EVENTS = (ToolCall, ToolResult, LoopVeto, AssistantMessage, UserMessage, Compaction,
                      SessionStart, ModelChange)
 
@@ -104,7 +110,7 @@ class DetectionEngine:
         self._key_to_session: dict[str, str] = {}
         self._run_to_session: OrderedDict[str, str] = OrderedDict()
         self._ledger = DailyLedger()
-        self._orphan_notices = OrderedDict()
+        self._orphan_notices: OrderedDict[str, int] = OrderedDict()
 
     # ------------------------------------------------------------------ public
 
@@ -223,8 +229,8 @@ class DetectionEngine:
         known_poll = is_known_poll(tool, params)
         if state.batch and state.batch_run != run_id:
             self._commit(state, None)
-        call = PendingCall(tool, params, args_hash, event.call_id, run_id, state.call_index,
-                           known_poll)
+        call = PendingCall(tool, outcome_params(params), args_hash, event.call_id, run_id,
+                           state.call_index, known_poll)
         findings: list[Finding] = []
         if state.batch_blocked is None:
             history = state.scoped_history(run_id)
@@ -433,7 +439,7 @@ class DetectionEngine:
             if self._orphan_notices.get(orphan, 0) >= bucket:
                 return []
             self._orphan_notices[orphan] = bucket
-            while len(self._orphan_notices) > 1024:
+            while len(self._orphan_notices) > MAX_ORPHAN_NOTICES:
                 self._orphan_notices.popitem(last=False)
             return [Finding(key or session_id or "", session_id or "", "gateway_loop_notice",
                             line.level, line.count, tool, 0, message, pattern, notice.ts)]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Literal
 
 Level = Literal["warning", "critical"]
 LEVEL_RANK = {"warning": 1, "critical": 2}
+_SHARED_FIELDS = ("session_key", "session_id", "tool", "pattern")
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +20,11 @@ class Finding:
     budget crossed by an assistant message). ``pattern`` identifies what
     repeats (tool + argument hash, a pair, ...) so each level is reported once
     per pattern.
+
+    A session keeps its recent findings for hours, and the key, session id, tool and
+    pattern repeat from one finding to the next while each arrives as a fresh string
+    (read from a new log line or index row, or formatted anew): they are interned so
+    the kept findings share one copy of each.
     """
 
     session_key: str
@@ -30,6 +37,12 @@ class Finding:
     message: str
     pattern: str = ""
     ts: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in _SHARED_FIELDS:
+            value = getattr(self, name)
+            if type(value) is str:
+                object.__setattr__(self, name, sys.intern(value))
 
     def as_json(self) -> dict:
         return {

@@ -252,6 +252,23 @@ def is_volatile_send(tool: str, params: Any) -> bool:
     return tool in CHANNEL_TOOLS and isinstance(target, str) and bool(target.strip())
 
 
+# The params ``outcome_of`` reads (``process``'s ``action``; ``is_volatile_send``'s
+# ``action`` and ``to``).
+OUTCOME_PARAM_KEYS = ("action", "to")
+
+
+def outcome_params(params: Any) -> dict[str, Any] | None:
+    """The part of a call's params that ``outcome_of`` reads, for ``outcome_of`` to be
+    given instead of the whole params with the same result.
+
+    A call waiting for its result keeps only this: its arguments can be large (a
+    ``write`` carries the file) and a result may never come (an aborted run).
+    """
+    if not isinstance(params, dict):
+        return None
+    return {key: params[key] for key in OUTCOME_PARAM_KEYS if key in params}
+
+
 def error_outcome(message: str) -> Outcome:
     return Outcome(f"error:{digest_outcome(message)}", no_progress=True,
                    unknown_tool_name=unknown_tool_name(message))

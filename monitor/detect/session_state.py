@@ -24,13 +24,22 @@ from monitor.detect.beyond import (
 from monitor.detect.budgets import BurnMeter
 from monitor.detect.loopcore import Record
 
+# Calls awaiting their result. A result normally follows its call within the same
+# assistant turn; the ones that never come (an aborted run) are forgotten oldest first.
 MAX_PENDING_CALLS = 512
+# Report patterns remembered per gate. Live patterns are refreshed on every check and the
+# patterns of runs that left the history are dropped, so only stale ones are forgotten.
 MAX_GATE_KEYS = 64
+# Call ids of vetoes already handled (a veto can reach the transcript more than once).
 MAX_HANDLED_VETOES = 64
 
 
 class PendingCall:
-    """A tool call seen in the transcript: its batch position, and later its history record."""
+    """A tool call seen in the transcript: its batch position, and later its history record.
+
+    ``params`` is what ``outcome_of`` needs of the call's params (``outcome_params``), not
+    the whole arguments.
+    """
 
     __slots__ = ("args_hash", "call_id", "index", "known_poll", "params", "record", "run_id",
                  "tool", "vetoed")
@@ -57,7 +66,12 @@ class LastCall:
 
 
 class BoundedGate:
-    """Remembers, per pattern, the highest mark reported (oldest patterns forgotten first)."""
+    """Remembers, per pattern, the highest mark reported; at most ``MAX_GATE_KEYS`` of them.
+
+    A pattern checked again moves to the newest end, so the one forgotten when the gate is
+    full is the pattern left alone longest: a long-lived pattern that keeps being checked
+    (``burn_rate``, ``token_budget:session``) outlives any number of one-off patterns.
+    """
 
     __slots__ = ("marks",)
 
@@ -67,8 +81,10 @@ class BoundedGate:
     def passes(self, pattern: str, mark: int) -> bool:
         """True (and remembered) when ``mark`` is above what ``pattern`` last reported."""
         previous = self.marks.get(pattern)
-        if previous is not None and mark <= previous:
-            return False
+        if previous is not None:
+            self.marks.move_to_end(pattern)
+            if mark <= previous:
+                return False
         self.marks[pattern] = mark
         while len(self.marks) > MAX_GATE_KEYS:
             self.marks.popitem(last=False)
