@@ -280,28 +280,11 @@ def cmd_dashboard(args) -> int:
 
 def _dashboard_actions(found, config, mode: str | None, gateway_url: str | None) -> dict:
     """The real controller for the s/K keys, and the action policy run after each step."""
-    from monitor.act.audit import AuditedController, AuditLog
     from monitor.act.controller import GatewayActionController
-    from monitor.act.loop import build_action_loop
+    from monitor.act.loop import dashboard_action_hooks
 
-    gateway_controller = GatewayActionController(found, config, url=gateway_url)
-    controller = AuditedController(gateway_controller, AuditLog(config.actions.audit_log))
-    state: dict = {}
-
-    def after_step(monitor, records: list[dict]) -> list[dict]:
-        if "loop" not in state:
-            state["loop"] = build_action_loop(monitor, found, config, mode=mode,
-                                              gateway_url=gateway_url,
-                                              controller=gateway_controller)
-        return state["loop"].process(records)
-
-    def close() -> None:
-        if "loop" in state:
-            state["loop"].close()
-        else:
-            gateway_controller.close()
-
-    return {"controller": controller, "after_step": after_step, "on_close": [close]}
+    return dashboard_action_hooks(GatewayActionController(found, config, url=gateway_url),
+                                  found, config, mode=mode, gateway_url=gateway_url)
 
 
 def cmd_stop(args) -> int:

@@ -126,27 +126,10 @@ class DemoWorld:
 
     def dashboard_actions(self, config, mode: str | None) -> dict:
         """``controller``/``after_step``/``on_close`` for the dashboard on this world."""
-        from monitor.act.audit import AuditedController, AuditLog
-        from monitor.act.loop import build_action_loop
+        from monitor.act.loop import dashboard_action_hooks
 
-        gateway_controller = self.controller(config)
-        state: dict = {}
-
-        def after_step(monitor, records: list[dict]) -> list[dict]:
-            if "loop" not in state:
-                state["loop"] = build_action_loop(monitor, self.discovered(), config,
-                                                  mode=mode, controller=gateway_controller)
-            return state["loop"].process(records)
-
-        def close() -> None:
-            if "loop" in state:
-                state["loop"].close()
-            else:
-                gateway_controller.close()
-
-        return {"controller": AuditedController(gateway_controller,
-                                                AuditLog(config.actions.audit_log)),
-                "after_step": after_step, "on_close": [close]}
+        return dashboard_action_hooks(self.controller(config), self.discovered(), config,
+                                      mode=mode)
 
     # ------------------------------------------------------------------ cleanup
 

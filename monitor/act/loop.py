@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from monitor.act.audit import AuditLog, now_iso
+from monitor.act.audit import AuditedController, AuditLog, now_iso
 from monitor.act.controller import GatewayActionController
 from monitor.act.hung import HungProcessWatcher
 from monitor.act.policy import ActionPolicy
@@ -104,3 +104,28 @@ def build_action_loop(monitor, discovered, config, *, mode: str | None = None,
                                                    == "auto" or config.actions.mode == "auto"):
         controller.start_listening()
     return loop
+
+
+def dashboard_action_hooks(gateway_controller, discovered, config, *, mode: str | None = None,
+                           gateway_url: str | None = None) -> dict:
+    """What the dashboard needs to act: ``controller`` (audited, for the s/K keys),
+    ``after_step`` (the action loop, built at the first step, run after each) and
+    ``on_close`` (closes the loop, or the controller when no step ran)."""
+    state: dict = {}
+
+    def after_step(monitor, records: list[dict]) -> list[dict]:
+        if "loop" not in state:
+            state["loop"] = build_action_loop(monitor, discovered, config, mode=mode,
+                                              gateway_url=gateway_url,
+                                              controller=gateway_controller)
+        return state["loop"].process(records)
+
+    def close() -> None:
+        if "loop" in state:
+            state["loop"].close()
+        else:
+            gateway_controller.close()
+
+    return {"controller": AuditedController(gateway_controller,
+                                            AuditLog(config.actions.audit_log)),
+            "after_step": after_step, "on_close": [close]}
