@@ -124,6 +124,16 @@ def test_exec_command_is_recovered_from_the_real_shell_argv():
     assert pt.exec_command(["sleep", "600"]) == "sleep 600"
 
 
+def test_exec_command_is_recovered_from_a_shell_without_a_snapshot():
+    """No snapshot, no ``eval``: the PATH fix-up leads the script itself."""
+    body = shlex.split(eval_argument("echo b; sleep 310"))[0]
+    assert pt.exec_command(["/bin/bash", "-c", body]) == "echo b; sleep 310"
+    sandboxed = 'export PATH="${OPENCLAW_PREPEND_PATH}:$PATH"; unset OPENCLAW_PREPEND_PATH; ls'
+    assert pt.exec_command(["/bin/sh", "-c", sandboxed]) == "ls"
+    mentions = "echo 'unset OPENCLAW_PREPEND_PATH; ' && ls"
+    assert pt.exec_command(["/bin/bash", "-c", mentions]) == mentions
+
+
 def test_exec_shells_lists_the_tree_and_not_the_lookalike(tree_factory, lookalike, tmp_path):
     tree = tree_factory("sleep 300 & sleep 301; wait")
     shells = pt.exec_shells(tree.proc)

@@ -22,6 +22,7 @@ import psutil
 
 GATEWAY_TITLES = ("openclaw-gateway",)
 EXEC_MARK = ("OPENCLAW_SHELL", "exec")
+_PATH_PREFIX_START = 'export PATH="${OPENCLAW_PREPEND_PATH}'
 _PATH_PREFIX_END = "unset OPENCLAW_PREPEND_PATH; "
 
 
@@ -137,24 +138,28 @@ def find_gateway(*, pid: int | None = None, url: str | None = None,
 def exec_command(argv: list[str]) -> str:
     """The exec tool's command from an exec shell's argv.
 
-    The shell runs ``bash -c "<snapshot>; export PATH=…\\neval '<PATH fix>; unset
-    OPENCLAW_PREPEND_PATH; <COMMAND>'"``; the command is the eval'd text after the PATH
-    fix-up. Anything else (a shell that exec'd into its command) is returned joined.
+    With a shell snapshot the shell runs ``bash -c "<snapshot>; export PATH=…\\neval
+    '<PATH fix>; unset OPENCLAW_PREPEND_PATH; <COMMAND>'"``; without one (its capture failed
+    or is switched off) ``bash -c "<PATH fix>; unset OPENCLAW_PREPEND_PATH; <COMMAND>"``. The
+    command is the text after the PATH fix-up. Anything else (a shell that exec'd into its
+    command) is returned joined.
     """
-    if len(argv) >= 3 and argv[-2] == "-c":
-        script = argv[-1]
-        at = script.rfind("\neval ")
-        if at >= 0:
-            try:
-                words = shlex.split(script[at + 1:])
-            except ValueError:
-                words = []
-            if len(words) == 2 and words[0] == "eval":
-                body = words[1]
-                cut = body.find(_PATH_PREFIX_END)
-                return body[cut + len(_PATH_PREFIX_END):] if cut >= 0 else body
-        return script
-    return " ".join(argv)
+    if len(argv) < 3 or argv[-2] != "-c":
+        return " ".join(argv)
+    body = argv[-1]
+    at = body.rfind("\neval ")
+    if at >= 0:
+        try:
+            words = shlex.split(body[at + 1:])
+        except ValueError:
+            words = []
+        if len(words) == 2 and words[0] == "eval":
+            body = words[1]
+    if body.startswith(_PATH_PREFIX_START):
+        cut = body.find(_PATH_PREFIX_END)
+        if cut >= 0:
+            return body[cut + len(_PATH_PREFIX_END):]
+    return body
 
 
 def _group_of(proc: psutil.Process) -> int | None:

@@ -110,11 +110,15 @@ def _tail(path: Path, lines: int = 40) -> str:
 
 
 class RealGateway:
-    """A started gateway plus fake model in a temp home; use as a context manager."""
+    """A started gateway plus fake model in a temp home; use as a context manager.
+
+    ``shell_snapshot=False`` runs exec shells without OpenClaw's login-shell snapshot, as the
+    gateway does when capturing one fails: the shell's ``-c`` script then has no ``eval``.
+    """
 
     def __init__(self, *, loop_detection: bool = True, run_timeout_seconds: int = 120,
                  model_delay: float = 0.1, log_level: str = "debug",
-                 startup_timeout: float = 120.0):
+                 startup_timeout: float = 120.0, shell_snapshot: bool = True):
         install = find_openclaw()
         if install is None:
             raise FileNotFoundError(f"OpenClaw {OPENCLAW_VERSION} is not installed under "
@@ -125,6 +129,7 @@ class RealGateway:
         self.model_delay = model_delay
         self.log_level = log_level
         self.startup_timeout = startup_timeout
+        self.shell_snapshot = shell_snapshot
         self.home = Path(tempfile.mkdtemp(prefix="clawwatch-e2e-"))
         self.state_dir = self.home / "state"
         self.config_path = self.home / "openclaw.json"
@@ -236,6 +241,10 @@ class RealGateway:
             "OPENCLAW_NO_AUTO_UPDATE": "1", "OPENCLAW_DISABLE_BONJOUR": "1", "DO_NOT_TRACK": "1",
             **self._marks(),
         })
+        if not self.shell_snapshot:
+            env["OPENCLAW_EXEC_SHELL_SNAPSHOT"] = "0"
+        else:
+            env.pop("OPENCLAW_EXEC_SHELL_SNAPSHOT", None)
         return env
 
     def _marks(self) -> dict[str, str]:

@@ -275,17 +275,37 @@ def attribution_report(gateway: RealGateway, key: str) -> dict:
             "calls": [(c.call_id, round(c.ts, 2), c.command[:60]) for c in calls]}
 
 
+@pytest.fixture(scope="module")
+def snapshotless_gateway(openclaw_install):
+    """A gateway whose exec shells run without a shell snapshot (its capture failed or is off)."""
+    gateway = RealGateway(loop_detection=False, run_timeout_seconds=240, shell_snapshot=False)
+    with gateway:
+        yield gateway
+    assert not gateway.leftover_processes()
+
+
 def test_stop_kill_leaves_none_of_the_runs_processes(open_gateway, tmp_path):
+    check_stop_kill(open_gateway, tmp_path)
+
+
+def test_stop_kill_proves_ownership_of_a_shell_started_without_a_snapshot(
+        snapshotless_gateway, tmp_path):
+    check_stop_kill(snapshotless_gateway, tmp_path)
+
+
+def check_stop_kill(gateway: RealGateway, tmp_path) -> None:
+    """``stop --kill`` ends exactly the session's exec group: not a look-alike, not another
+    session's shell."""
     command = "echo started; sleep 301 & (sleep 302 &); sleep 303; echo never"
     key, other_key = f"agent:main:e2e-kill-{tag()}", f"agent:main:e2e-bystander-{tag()}"
     lookalike = subprocess.Popen(["/bin/bash", "--noprofile", "--norc", "-c", command],
                                  start_new_session=True, stdout=subprocess.DEVNULL,
                                  env={**os.environ, "OPENCLAW_SHELL": "exec"})
     try:
-        run_id = open_gateway.start_run("sleepy", key, cmd=command)
-        other_run = open_gateway.start_run("sleepy", other_key, cmd="echo b; sleep 310")
-        (update,) = wait_tool_events(open_gateway, run_id, 1, timeout=90, phase="update")
-        (other_update,) = wait_tool_events(open_gateway, other_run, 1, timeout=90,
+        run_id = gateway.start_run("sleepy", key, cmd=command)
+        other_run = gateway.start_run("sleepy", other_key, cmd="echo b; sleep 310")
+        (update,) = wait_tool_events(gateway, run_id, 1, timeout=90, phase="update")
+        (other_update,) = wait_tool_events(gateway, other_run, 1, timeout=90,
                                            phase="update")
         shell_pid = update["partialResult"]["details"]["pid"]
         def sleeps() -> list[str]:
@@ -302,23 +322,27 @@ def test_stop_kill_leaves_none_of_the_runs_processes(open_gateway, tmp_path):
         while len(sleeps()) < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert sleeps() == ["sleep 301", "sleep 302", "sleep 303"]
+        gateway_process = pt.find_gateway(url=gateway.url,
+                                          state_dir=str(gateway.state_dir))
+        assert {s.pid: s.command for s in pt.exec_shells(gateway_process)}.get(shell_pid) \
+            == command
         members = group_of(shell_pid)
         bystanders = group_of(other_update["partialResult"]["details"]["pid"])
         lookalike_procs = [psutil.Process(lookalike.pid),
                            *psutil.Process(lookalike.pid).children()]
-        code, record, _ = run_stop(open_gateway, tmp_path, key, kill=True)
+        code, record, _ = run_stop(gateway, tmp_path, key, kill=True)
         assert code == 0, record
         assert record["action"] == "kill" and record["ok"] is True
-        assert shell_pid in record["pids"], (record, attribution_report(open_gateway, key))
+        assert shell_pid in record["pids"], (record, attribution_report(gateway, key))
         assert not [p.pid for p in members if alive(p)], "a process of the run survived"
-        end = open_gateway.wait_run_end(run_id, timeout=30)
+        end = gateway.wait_run_end(run_id, timeout=30)
         assert end.get("aborted") is True
         assert all(alive(p) for p in lookalike_procs), "the look-alike was touched"
         assert all(alive(p) for p in bystanders), "another session's exec was touched"
     finally:
         os.killpg(lookalike.pid, signal.SIGKILL)
         lookalike.wait(5)
-        open_gateway.call("chat.abort", {"sessionKey": other_key})
+        gateway.call("chat.abort", {"sessionKey": other_key})
 
 
 def test_stop_kill_ends_a_background_exec_that_outlived_its_run(open_gateway, tmp_path):
