@@ -26,10 +26,11 @@ from monitor.sources.sourceset import SourceSet
 
 # Findings kept per session (the newest); ``findings_total`` counts every one. A session
 # looping for days keeps producing findings (one per OpenClaw warning line, every tenth
-# call), and the list must not grow with it. A kept finding costs 300-500 bytes, mostly
-# its message (key, tool and pattern are shared), so 1,000 sessions at this cap hold
-# 30-50 MB; the dashboard shows a session's newest 50.
-FINDINGS_KEPT = 100
+# call), and the list must not grow with it. The dashboard shows a session's newest 50 and
+# the alerts pane keeps its own history across sessions, so 50 is all a session needs; a
+# kept finding costs ~290 bytes (key, tool and pattern are shared), 1,000 looping sessions
+# at this cap ~15 MB.
+FINDINGS_KEPT = 50
 # Runs whose session is remembered, to place gateway lines that name only their run. A
 # session starts a run per prompt, so this grows with time, not with the sessions; the
 # most recently seen are kept (a live run is seen again on each of its events).

@@ -519,7 +519,7 @@ class SnapshotBuilder:
             streaks=tuple(engine.streaks(sid)) if engine else (),
             pairs=tuple(engine.pingpong_pairs(sid)) if engine else (),
             burn=self._burn_line(sid, label), timeline=timeline,
-            findings=tuple(state.findings[-50:]))
+            findings=tuple(state.findings))
 
     def _sources(self) -> tuple[SourceLine, ...]:
         lines: list[SourceLine] = []
