@@ -88,11 +88,14 @@ def test_live_ingest_sees_every_call_once_while_the_simulator_writes(tmp_path, e
     assert by_session(monitor.report()["sessions"]) == by_session(expected)
 
 
-def test_reset_archive_is_drained_and_not_read_twice(tmp_path):
+@pytest.mark.parametrize("archives", [False, True], ids=["live", "with-archives"])
+def test_reset_archive_is_drained_and_not_read_twice(tmp_path, archives):
+    """The transcript renamed to an archive while followed is read to its end through the
+    follower; with archives included (``replay --archives``) it is not opened again."""
     state = tmp_path / "state"
     sim = Simulator(state, era="legacy")
     sim.add_session("hammer", key="agent:main:h")
-    monitor = Monitor(SourceSet(state_dir=str(state)))
+    monitor = Monitor(SourceSet(state_dir=str(state), include_archives=archives))
     sim.run(calls=5, rate=0)
     first = [r for r in monitor.step() if r["type"] == "tool_call"]
     sim.run(calls=3, rate=0)

@@ -43,6 +43,24 @@ def test_rename_rotation_drains_old_file_before_new(tmp_path):
     assert any("rotated" in n.message for n in follower.take_notices())
 
 
+def test_follower_knows_the_rotated_file_it_drained(tmp_path):
+    """A source asks ``reads`` before opening an archive; a closed file counts only at the
+    size it was read to (an inode number can be reused by another file)."""
+    path, rotated = tmp_path / "x.log", tmp_path / "x.log.reset.1"
+    append(path, b"a1\n")
+    follower = FileFollower(str(path), rotated_grace_seconds=0)
+    follower.poll()
+    os.rename(path, rotated)
+    append(rotated, b"a2\n")
+    assert follower.reads(os.stat(rotated))
+    assert texts(follower.poll()) == ["a2"]
+    assert follower.open_descriptors == 0
+    assert follower.reads(os.stat(rotated))
+    append(rotated, b"not what was read\n")
+    assert not follower.reads(os.stat(rotated))
+    assert not follower.reads(os.stat(tmp_path))
+
+
 def test_writer_finishing_a_partial_line_in_the_rotated_file(tmp_path):
     path = tmp_path / "x.log"
     writer = open(path, "ab", buffering=0)

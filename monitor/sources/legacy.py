@@ -5,8 +5,8 @@ whenever its inode, size or mtime changes. Each transcript is followed with a
 ``FileFollower``; a ``SessionEntry.sessionFile`` elsewhere is followed too.
 Archives (``*.jsonl.reset.*``, ``*.jsonl.deleted.*``) are history, never live
 sessions: a transcript renamed to an archive while followed is drained through
-its open descriptor (or, when its follower was suspended, found by inode), and
-archives are not opened as new sources.
+its open descriptor (or, when its follower was suspended, found by inode), and is
+not opened again as an archive even when archives are read (``replay --archives``).
 
 State dirs hold thousands of transcripts, some of hundreds of MB, so one poll
 reads at most ``poll_budget_bytes`` (``behind`` says there is more), a catch-up
@@ -190,6 +190,7 @@ class LegacySessionsSource(Source):
         new = [p for p in paths if p not in self._followers and p not in self._finished_archives]
         if not new:
             return
+        new = self._without_drained_archives(new)
         stats = {}
         for path in new:
             try:
@@ -266,6 +267,27 @@ class LegacySessionsSource(Source):
                 del self._open[candidate]
                 if len(self._open) <= self.max_open_followers:
                     return
+
+    def _without_drained_archives(self, paths: list[str]) -> list[str]:
+        """``paths`` less the archives that are a followed transcript renamed: its follower
+        reads it to the end through the open descriptor (or finds it by inode)."""
+        archives = [p for p in paths if any(m in p for m in ARCHIVE_MARKERS)]
+        if not archives:
+            return paths
+        by_identity = {identity: follower for path, follower in self._followers.items()
+                       if not any(m in path for m in ARCHIVE_MARKERS)
+                       for identity in follower.identities()}
+        drained = set()
+        for path in archives:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            follower = by_identity.get((st.st_dev, st.st_ino))
+            if follower is not None and follower.reads(st):
+                drained.add(path)
+                self._finished_archives.add(path)
+        return [p for p in paths if p not in drained]
 
     def _forget(self, path: str) -> None:
         """Stop following an archive that was read to its end."""

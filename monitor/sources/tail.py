@@ -131,6 +131,8 @@ class FileFollower:
         self._current: _OpenFile | None = None
         self._draining: list[_OpenFile] = []
         self._resume = resume
+        #: ``(dev, ino) -> size`` of the rotated files this follower read to their end.
+        self._drained_sizes: dict[tuple[int, int], int] = {}
         #: ``(dev, ino, size, mtime_ns)`` of the file when ``suspend`` closed it.
         self._suspended_as: tuple[int, int, int, int] | None = None
         self._start_at_end = start_at_end
@@ -208,6 +210,25 @@ class FileFollower:
     def pending_bytes(self) -> int:
         """Bytes read but not yet emitted (partial lines), across live and rotated files."""
         return sum(len(f.pending_partial_line) for f in self._handles())
+
+    def identities(self) -> set[tuple[int, int]]:
+        """``(dev, ino)`` of the files this follower reads, will resume, or has drained."""
+        found = {(handle.dev, handle.ino) for handle in self._handles()}
+        if self._resume is not None:
+            found.add((self._resume.dev, self._resume.ino))
+        return found | self._drained_sizes.keys()
+
+    def reads(self, st: os.stat_result) -> bool:
+        """Whether this follower reads (or has read to its end) the file ``st`` describes: a
+        rotated file is drained through its follower, so it must not be opened again under
+        its new name. A closed file counts only at the size it was read to, so a reused
+        inode number is not mistaken for it."""
+        identity = (st.st_dev, st.st_ino)
+        if any((handle.dev, handle.ino) == identity for handle in self._handles()):
+            return True
+        if self._resume is not None and (self._resume.dev, self._resume.ino) == identity:
+            return True
+        return self._drained_sizes.get(identity) == st.st_size
 
     def take_notices(self) -> list[TailNotice]:
         notices, self.notices = self.notices, []
@@ -406,6 +427,9 @@ class FileFollower:
                 os.close(handle.fd)
             else:
                 still_open.append(handle)
+        for handle in self._draining:
+            if handle not in still_open:
+                self._drained_sizes[(handle.dev, handle.ino)] = handle.read_position
         self._draining = still_open
 
     # -------------------------------------------------------------- truncation
