@@ -47,37 +47,62 @@ OUTCOME_CHARS = 120
 
 _SECRET_KEY = re.compile(r"(?i)(token|secret|passw|pwd|api[_-]?key|apikey|auth|cookie|"
                          r"credential|private[_-]?key|session[_-]?key)")
-_SECRET_TEXT = [(re.compile(pattern), replacement) for pattern, replacement in (
-    (r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}", r"\1 «redacted»"),
-    (r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{10,}", "«redacted»"),
-    (r"\bgh[pousr]_[A-Za-z0-9]{16,}", "«redacted»"),
-    (r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "«redacted»"),
-    (r"\bAKIA[0-9A-Z]{16}\b", "«redacted»"),
-    (r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", "«redacted»"),
+# (regex, replacement, markers): the regex runs only on a text whose casefolded form holds
+# one of its markers, which every match contains (most texts hold none).
+_SECRET_TEXT = [(re.compile(pattern), replacement, markers)
+                for pattern, replacement, markers in (
+    (r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}", r"\1 «redacted»", ("bearer", "basic")),
+    (r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{10,}", "«redacted»", ("sk-", "pk-", "rk-")),
+    (r"\bgh[pousr]_[A-Za-z0-9]{16,}", "«redacted»", ("gh",)),
+    (r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "«redacted»", ("xox",)),
+    (r"\bAKIA[0-9A-Z]{16}\b", "«redacted»", ("akia",)),
+    (r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", "«redacted»", ("eyj",)),
     (r"(?i)((?:api[_-]?key|token|secret|password|passwd|pwd)[\"']?\s*[=:]\s*[\"']?)"
-     r"[^\s\"'&,;]+", r"\1«redacted»"),
-    (r"(?i)(--(?:token|password|secret|api-key|apikey)[= ])\S+", r"\1«redacted»"),
-    (r"(://[^/\s:@]+:)[^@\s/]+@", r"\1«redacted»@"),
+     r"[^\s\"'&,;]+", r"\1«redacted»", ("api", "token", "secret", "passw", "pwd")),
+    (r"(?i)(--(?:token|password|secret|api-key|apikey)[= ])\S+", r"\1«redacted»", ("--",)),
+    (r"(://[^/\s:@]+:)[^@\s/]+@", r"\1«redacted»@", ("://",)),
 )]
 REDACTED = "«redacted»"
+# Characters redacted past what a pane shows, so a secret that starts in view is masked
+# whole; the rest of a long text is never shown, so it is not redacted.
+REDACT_SLACK = 2000
 
 
 def redact_text(text: str) -> str:
     """``text`` with bearer tokens, API keys, passwords and URL credentials masked."""
-    for pattern, replacement in _SECRET_TEXT:
-        text = pattern.sub(replacement, text)
+    folded = text.casefold()
+    if not folded.isascii():  # the two letters ``(?i)i`` matches that casefold elsewhere
+        folded = folded.replace("\u0131", "i").replace("\u0307", "")
+    for pattern, replacement, markers in _SECRET_TEXT:
+        if any(marker in folded for marker in markers):
+            text = pattern.sub(replacement, text)
     return text
 
 
-def redact(value: Any) -> Any:
-    """A copy of ``value`` (JSON-like) with secret-named keys and secret-looking text masked."""
+def shown_start(text: str, limit: int) -> str:
+    """The start of ``text`` with its whitespace collapsed, ``limit + REDACT_SLACK``
+    characters of it when it has that many: all of it a pane clipped to ``limit`` can show,
+    and enough past that for redaction to see a secret that starts in view whole."""
+    want = limit + REDACT_SLACK
+    size = want
+    while True:
+        collapsed = " ".join(text[:size].split())
+        if len(collapsed) >= want or size >= len(text):
+            return collapsed
+        size *= 4
+
+
+def redact(value: Any, limit: int | None = None) -> Any:
+    """A copy of ``value`` (JSON-like) with secret-named keys and secret-looking text masked.
+    With ``limit``, each text is cut to its ``shown_start`` first (for display only)."""
     if isinstance(value, dict):
         return {k: REDACTED if isinstance(k, str) and _SECRET_KEY.search(k)
-                and not isinstance(v, (dict, list)) else redact(v) for k, v in value.items()}
+                and not isinstance(v, (dict, list)) else redact(v, limit)
+                for k, v in value.items()}
     if isinstance(value, list):
-        return [redact(v) for v in value]
+        return [redact(v, limit) for v in value]
     if isinstance(value, str):
-        return redact_text(value)
+        return redact_text(value if limit is None else shown_start(value, limit))
     return value
 
 
@@ -228,7 +253,7 @@ class _Call:
 
     def __init__(self, index: int, event: ToolCall, usage: tuple[int, int] | None) -> None:
         self.index, self.ts, self.tool = index, event.ts, event.name
-        self.arguments = _clip(format_arguments(redact(event.arguments)), ARGS_CHARS)
+        self.arguments = _clip(format_arguments(redact(event.arguments, ARGS_CHARS)), ARGS_CHARS)
         self.outcome, self.exit_code, self.is_error = "…", None, False
         self.repeats, self.key = False, ""
         self.tokens_in, self.tokens_out = usage if usage else (None, None)
@@ -321,7 +346,8 @@ class SnapshotFeed:
         call.exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
         call.is_error = result.is_error
         text = result.text or str(details.get("aggregated") or details.get("status") or "")
-        call.outcome = _clip(redact_text(text), OUTCOME_CHARS) or "(empty)"
+        shown = redact_text(shown_start(text, OUTCOME_CHARS))
+        call.outcome = _clip(shown, OUTCOME_CHARS) or "(empty)"
         call.key = (self.outcome_key(result, call) if self.outcome_key
                     else hashlib.sha1(f"{call.tool}\0{call.arguments}\0{text}".encode(
                         "utf-8", "replace")).hexdigest())

@@ -12,8 +12,11 @@ import threading
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_ui_scenes import SECRET, FixedClock, scene_config, write_world
 
+from monitor import snapshot
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor, SessionState
 from monitor.snapshot import (
@@ -24,6 +27,7 @@ from monitor.snapshot import (
     format_arguments,
     redact,
     redact_text,
+    shown_start,
 )
 from monitor.sources.sourceset import SourceSet
 from monitor.ui.alerting import BELL_MIN_INTERVAL, BELL_REPEAT_FLOOR, AlertBook
@@ -64,6 +68,43 @@ def built(world, clock=None, **kw) -> tuple[Monitor, SnapshotBuilder]:
 def test_secret_looking_text_is_redacted(text, secret):
     masked = redact_text(text)
     assert secret not in masked and REDACTED in masked
+
+
+# Fragments of every secret shape, in the case variants (?i) matches, to build texts from.
+SECRET_PIECES = st.sampled_from([
+    "Bearer ", "BASIC ", "bas\u0131c ", "ba\u017fic ", "sk-", "pk-", "rk-", "ghp_", "xoxb-",
+    "AKIA", "eyJ", ".", "api_key", "APIKEY", "ap\u0130", "token", "To\u212aen", "secret",
+    "password", "pwd", "--token=", "--api-key ", "://bob:", "@", "=", ":", "'", '"', " ",
+    "\n", "\t", "ABCDEFGHIJKLMNOP", "abcdefgh12345678", "0123456789", "x", "\u00e9",
+])
+
+
+def redact_ungated(text: str) -> str:
+    for pattern, replacement, _ in snapshot._SECRET_TEXT:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(SECRET_PIECES, max_size=30).map("".join))
+def test_redaction_gated_by_markers_masks_what_every_regex_would(text):
+    assert redact_text(text) == redact_ungated(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(SECRET_PIECES, max_size=40).map("".join))
+def test_a_long_text_is_redacted_as_far_as_it_is_shown(text):
+    """A pane shows a text's start, whitespace collapsed; redacting that start (plus the
+    slack) shows what redacting the whole collapsed text would."""
+    limit, slack = 10, 40  # a slack longer than the longest minimal secret match (29)
+    original, snapshot.REDACT_SLACK = snapshot.REDACT_SLACK, slack
+    try:
+        start = shown_start(text, limit)
+    finally:
+        snapshot.REDACT_SLACK = original
+    whole = " ".join(text.split())
+    assert whole.startswith(start) and len(start) >= min(len(whole), limit + slack)
+    assert redact_text(start)[:limit] == redact_text(whole)[:limit]
 
 
 def test_secret_named_keys_are_redacted_at_any_depth_and_the_rest_kept():
