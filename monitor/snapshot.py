@@ -280,15 +280,23 @@ class SnapshotFeed:
     ``poll()`` hands events on in slices of at most ``slice_events`` (session index
     records are cheap and do not count, so the whole index shows at once); ``backlog``
     says how many read events still wait, ``released`` how many went through.
+
+    A timeline call "repeats" when its outcome key equals an earlier call's. With
+    ``keyed_by_engine`` the key is the detection engine's own (volatile values masked),
+    handed over through ``outcome_known`` as the engine folds the result, so no outcome is
+    normalised twice; a result the engine did not key by the next poll falls back to a
+    plain hash of tool, arguments and text.
     """
 
-    def __init__(self, sources, outcome_key: Callable[[ToolResult, _Call], str] | None = None,
-                 *, slice_events: int = SLICE_EVENTS) -> None:
+    def __init__(self, sources, *, keyed_by_engine: bool = False,
+                 slice_events: int = SLICE_EVENTS) -> None:
         self.inner = sources
         self.slice_events = slice_events
         self.log: deque[LogLine] = deque(maxlen=LOG_LINES)
         self.timelines: dict[str, _Timeline] = {}
-        self.outcome_key = outcome_key
+        self.keyed_by_engine = keyed_by_engine
+        #: ``(session_id, call_id) -> (timeline, call, fallback key)`` until the engine keys it.
+        self._awaiting_key: dict[tuple[str, str], tuple[_Timeline, _Call, str]] = {}
         self.pending: deque = deque()
         self.read = 0
         self.released = 0
@@ -301,7 +309,17 @@ class SnapshotFeed:
     def backlog(self) -> int:
         return len(self.pending)
 
+    def outcome_known(self, session_id: str, call_id: str, key: str) -> None:
+        """The engine's outcome key for a result this feed recorded."""
+        waiting = self._awaiting_key.pop((session_id, call_id), None)
+        if waiting is not None:
+            line, call, _ = waiting
+            _set_key(line, call, key)
+
     def poll(self) -> list:
+        for line, call, fallback in self._awaiting_key.values():
+            _set_key(line, call, fallback)
+        self._awaiting_key.clear()
         if not self.pending:
             fresh = self.inner.poll()
             self.read += len(fresh)
@@ -348,10 +366,17 @@ class SnapshotFeed:
         text = result.text or str(details.get("aggregated") or details.get("status") or "")
         shown = redact_text(shown_start(text, OUTCOME_CHARS))
         call.outcome = _clip(shown, OUTCOME_CHARS) or "(empty)"
-        call.key = (self.outcome_key(result, call) if self.outcome_key
-                    else hashlib.sha1(f"{call.tool}\0{call.arguments}\0{text}".encode(
-                        "utf-8", "replace")).hexdigest())
-        call.repeats = any(c.key == call.key for c in line.calls if c is not call and c.key)
+        fallback = hashlib.sha1(f"{call.tool}\0{call.arguments}\0{text}".encode(
+            "utf-8", "replace")).hexdigest()
+        if self.keyed_by_engine:
+            self._awaiting_key[(result.session_id, result.call_id)] = (line, call, fallback)
+        else:
+            _set_key(line, call, fallback)
+
+
+def _set_key(line: _Timeline, call: _Call, key: str) -> None:
+    call.key = key
+    call.repeats = any(c.key == key for c in line.calls if c is not call and c.key)
 
 
 # ------------------------------------------------------------------ the builder
@@ -375,7 +400,9 @@ class SnapshotBuilder:
         self.clock = clock
         self.expected = tuple(expected)
         engine = monitor.engine
-        self.feed = SnapshotFeed(monitor.sources, self._outcome_key if engine else None)
+        self.feed = SnapshotFeed(monitor.sources, keyed_by_engine=engine is not None)
+        if engine is not None:
+            engine.outcome_listener = self.feed.outcome_known
         monitor.sources = self.feed
         self.alerts: deque[AlertEntry] = deque(maxlen=ALERTS_KEPT)
         self.focus: str | None = None
@@ -388,14 +415,6 @@ class SnapshotBuilder:
         self._rows: dict[str, tuple[tuple, BoardRow, list[Finding]]] = {}
 
     # ------------------------------------------------------------- folding
-
-    def _outcome_key(self, result: ToolResult, call: _Call) -> str:
-        from monitor.detect.normalise import outcome_key
-
-        state = self.monitor.sessions.get(result.session_id)
-        settings = self.monitor.engine.settings_for(state.agent_id if state else "")
-        return outcome_key(settings.normaliser, call.tool, call.arguments,
-                           is_error=result.is_error, details=result.details, text=result.text)
 
     def absorb(self, records: Iterable[dict]) -> list[AlertEntry]:
         """Fold one step's output records; return the alerts they added."""

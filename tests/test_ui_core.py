@@ -14,11 +14,14 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_ui_scenes import SECRET, FixedClock, scene_config, write_world
+from test_ui_scenes import SECRET, START, FixedClock, scene_config, write_world
 
 from monitor import snapshot
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor, SessionState
+from monitor.sim.scenarios import make_scenario
+from monitor.sim.session import FakeClock
+from monitor.sim.simulator import Simulator
 from monitor.snapshot import (
     REDACTED,
     STALL_AFTER_SECONDS,
@@ -165,6 +168,24 @@ def test_focus_detail_has_streaks_pairs_and_a_redacted_timeline(world):
     builder.focus = ids["agent:main:deploy"]
     deploy = builder.build().focus.timeline
     assert all(SECRET not in c.arguments and REDACTED in c.arguments for c in deploy)
+
+
+@pytest.mark.parametrize("engine", [True, False], ids=["engine-key", "plain-hash"])
+def test_timeline_repeats_use_the_engines_volatile_masked_key(tmp_path, engine):
+    """Outputs that differ only by a timestamp repeat by the engine's key (the one the
+    detectors use); without an engine the plain hash sees them as all different."""
+    sim = Simulator(tmp_path / "state", clock=FakeClock(START, tick=2.0))
+    sim.add_session(make_scenario("drift", limit=6), key="agent:main:drift")
+    sim.run(calls=6, rate=0)
+    sim.close()
+    monitor = Monitor(SourceSet(state_dir=str(tmp_path / "state")),
+                      DetectionEngine(scene_config()) if engine else None)
+    builder = SnapshotBuilder(monitor, FixedClock(START))
+    monitor.step()
+    builder.focus = next(iter(monitor.sessions))
+    timeline = builder.build().focus.timeline
+    assert len(timeline) == 6 and len({c.outcome for c in timeline}) == 6
+    assert [c.repeats for c in timeline] == [False] + [engine] * 5
 
 
 def test_history_findings_become_acknowledged_alerts(world):

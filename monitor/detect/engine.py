@@ -19,6 +19,7 @@ bucket rises, and again after OpenClaw really vetoed a call (a new block).
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from monitor.config import Config, DetectionConfig
@@ -111,6 +112,9 @@ class DetectionEngine:
         self._run_to_session: OrderedDict[str, str] = OrderedDict()
         self._ledger = DailyLedger()
         self._orphan_notices: OrderedDict[str, int] = OrderedDict()
+        #: Told ``(session_id, call_id, outcome key)`` of each result keyed (the dashboard's
+        #: timeline marks repeating outcomes with the engine's own key).
+        self.outcome_listener: Callable[[str, str, str], None] | None = None
 
     # ------------------------------------------------------------------ public
 
@@ -322,6 +326,8 @@ class DetectionEngine:
             record.unknown_tool_name = outcome.unknown_tool_name
         key = outcome_key(settings.normaliser, call.tool, call.args_hash,
                           is_error=event.is_error, details=event.details, text=event.text)
+        if self.outcome_listener is not None:
+            self.outcome_listener(event.session_id, event.call_id, key)
         return self._progress(state, settings, call, key, event.ts)
 
     def _on_veto(self, state: SessionState, settings: Settings,
