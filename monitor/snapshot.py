@@ -14,17 +14,15 @@ fills progressively during the first scan instead of freezing.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from monitor.detect.findings import LEVEL_RANK, Finding
 from monitor.detect.status import BurnStatus, PingPongPair, StreakStatus
 from monitor.events import AssistantMessage, GatewayNotice, SessionInfo, ToolCall, ToolResult
+from monitor.redaction import clip, format_arguments, redact, redact_text, shown_start
 
 STATES = ("running", "idle", "stalled", "looping", "stopped", "done")
 LOOP_DETECTORS = frozenset({
@@ -44,88 +42,6 @@ TIMELINE_CALLS = 200
 TOP_BURNERS = 3
 ARGS_CHARS = 400
 OUTCOME_CHARS = 120
-
-_SECRET_KEY = re.compile(r"(?i)(token|secret|passw|pwd|api[_-]?key|apikey|auth|cookie|"
-                         r"credential|private[_-]?key|session[_-]?key)")
-# (regex, replacement, markers): the regex runs only on a text whose casefolded form holds
-# one of its markers, which every match contains (most texts hold none).
-_SECRET_TEXT = [(re.compile(pattern), replacement, markers)
-                for pattern, replacement, markers in (
-    (r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}", r"\1 «redacted»", ("bearer", "basic")),
-    (r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{10,}", "«redacted»", ("sk-", "pk-", "rk-")),
-    (r"\bgh[pousr]_[A-Za-z0-9]{16,}", "«redacted»", ("gh",)),
-    (r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "«redacted»", ("xox",)),
-    (r"\bAKIA[0-9A-Z]{16}\b", "«redacted»", ("akia",)),
-    (r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", "«redacted»", ("eyj",)),
-    (r"(?i)((?:api[_-]?key|token|secret|password|passwd|pwd)[\"']?\s*[=:]\s*[\"']?)"
-     r"[^\s\"'&,;]+", r"\1«redacted»", ("api", "token", "secret", "passw", "pwd")),
-    (r"(?i)(--(?:token|password|secret|api-key|apikey)[= ])\S+", r"\1«redacted»", ("--",)),
-    (r"(://[^/\s:@]+:)[^@\s/]+@", r"\1«redacted»@", ("://",)),
-)]
-REDACTED = "«redacted»"
-# Characters redacted past what a pane shows, so a secret that starts in view is masked
-# whole; the rest of a long text is never shown, so it is not redacted.
-REDACT_SLACK = 2000
-
-
-def redact_text(text: str) -> str:
-    """``text`` with bearer tokens, API keys, passwords and URL credentials masked."""
-    folded = text.casefold()
-    if not folded.isascii():  # the two letters ``(?i)i`` matches that casefold elsewhere
-        folded = folded.replace("\u0131", "i").replace("\u0307", "")
-    for pattern, replacement, markers in _SECRET_TEXT:
-        if any(marker in folded for marker in markers):
-            text = pattern.sub(replacement, text)
-    return text
-
-
-def shown_start(text: str, limit: int) -> str:
-    """The start of ``text`` with its whitespace collapsed, ``limit + REDACT_SLACK``
-    characters of it when it has that many: all of it a pane clipped to ``limit`` can show,
-    and enough past that for redaction to see a secret that starts in view whole."""
-    want = limit + REDACT_SLACK
-    size = want
-    while True:
-        collapsed = " ".join(text[:size].split())
-        if len(collapsed) >= want or size >= len(text):
-            return collapsed
-        size *= 4
-
-
-def redact(value: Any, limit: int | None = None) -> Any:
-    """A copy of ``value`` (JSON-like) with secret-named keys and secret-looking text masked.
-    With ``limit``, each text is cut to its ``shown_start`` first (for display only)."""
-    if isinstance(value, dict):
-        return {k: REDACTED if isinstance(k, str) and _SECRET_KEY.search(k)
-                and not isinstance(v, (dict, list)) else redact(v, limit)
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v, limit) for v in value]
-    if isinstance(value, str):
-        return redact_text(value if limit is None else shown_start(value, limit))
-    return value
-
-
-def format_arguments(arguments: Any) -> str:
-    """Tool arguments as ``key=value, …`` (strings bare, the rest as JSON)."""
-
-    def value(item: Any) -> str:
-        if isinstance(item, str):
-            return item
-        try:
-            return json.dumps(item, ensure_ascii=False, sort_keys=True, default=str)
-        except (TypeError, ValueError):
-            return str(item)
-
-    if isinstance(arguments, dict):
-        return ", ".join(f"{k}={value(v)}" for k, v in arguments.items())
-    return value(arguments)
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
 
 # ------------------------------------------------------------------ the picture
 
@@ -253,7 +169,7 @@ class _Call:
 
     def __init__(self, index: int, event: ToolCall, usage: tuple[int, int] | None) -> None:
         self.index, self.ts, self.tool = index, event.ts, event.name
-        self.arguments = _clip(format_arguments(redact(event.arguments, ARGS_CHARS)), ARGS_CHARS)
+        self.arguments = clip(format_arguments(redact(event.arguments, ARGS_CHARS)), ARGS_CHARS)
         self.outcome, self.exit_code, self.is_error = "…", None, False
         self.repeats, self.key = False, ""
         self.tokens_in, self.tokens_out = usage if usage else (None, None)
@@ -365,7 +281,7 @@ class SnapshotFeed:
         call.is_error = result.is_error
         text = result.text or str(details.get("aggregated") or details.get("status") or "")
         shown = redact_text(shown_start(text, OUTCOME_CHARS))
-        call.outcome = _clip(shown, OUTCOME_CHARS) or "(empty)"
+        call.outcome = clip(shown, OUTCOME_CHARS) or "(empty)"
         fallback = hashlib.sha1(f"{call.tool}\0{call.arguments}\0{text}".encode(
             "utf-8", "replace")).hexdigest()
         if self.keyed_by_engine:
@@ -581,7 +497,7 @@ class SnapshotBuilder:
             text = f"{name} {os.path.basename(path)}: {summary['events']:,} events"
             notice = self._notices.get(path, "")
             if errors:
-                text += f", {errors} unreadable ({_clip(last, 80)})"
+                text += f", {errors} unreadable ({clip(last, 80)})"
             elif notice and ("removed" in notice or "waiting" in notice):
                 text += f" ({notice})"
             lines.append(SourceLine(name, not errors, text))

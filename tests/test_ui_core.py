@@ -16,22 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_ui_scenes import SECRET, START, FixedClock, scene_config, write_world
 
-from monitor import snapshot
+from monitor import redaction
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor, SessionState
+from monitor.redaction import REDACTED, format_arguments, redact, redact_text, shown_start
 from monitor.sim.scenarios import make_scenario
 from monitor.sim.session import FakeClock
 from monitor.sim.simulator import Simulator
-from monitor.snapshot import (
-    REDACTED,
-    STALL_AFTER_SECONDS,
-    AlertEntry,
-    SnapshotBuilder,
-    format_arguments,
-    redact,
-    redact_text,
-    shown_start,
-)
+from monitor.snapshot import STALL_AFTER_SECONDS, AlertEntry, SnapshotBuilder
 from monitor.sources.sourceset import SourceSet
 from monitor.ui.alerting import BELL_MIN_INTERVAL, BELL_REPEAT_FLOOR, AlertBook
 from monitor.ui.ingest import IngestLoop
@@ -83,7 +75,7 @@ SECRET_PIECES = st.sampled_from([
 
 
 def redact_ungated(text: str) -> str:
-    for pattern, replacement, _ in snapshot._SECRET_TEXT:
+    for pattern, replacement, _ in redaction._SECRET_TEXT:
         text = pattern.sub(replacement, text)
     return text
 
@@ -100,11 +92,11 @@ def test_a_long_text_is_redacted_as_far_as_it_is_shown(text):
     """A pane shows a text's start, whitespace collapsed; redacting that start (plus the
     slack) shows what redacting the whole collapsed text would."""
     limit, slack = 10, 40  # a slack longer than the longest minimal secret match (29)
-    original, snapshot.REDACT_SLACK = snapshot.REDACT_SLACK, slack
+    original, redaction.REDACT_SLACK = redaction.REDACT_SLACK, slack
     try:
         start = shown_start(text, limit)
     finally:
-        snapshot.REDACT_SLACK = original
+        redaction.REDACT_SLACK = original
     whole = " ".join(text.split())
     assert whole.startswith(start) and len(start) >= min(len(whole), limit + slack)
     assert redact_text(start)[:limit] == redact_text(whole)[:limit]
