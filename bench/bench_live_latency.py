@@ -47,7 +47,7 @@ from pathlib import Path
 
 import psutil
 
-from monitor.config import DetectionConfig
+from monitor.config_sections import DetectionConfig
 from monitor.sim.scenarios import ScenarioEnv, ToolStep, hammer, healthy
 from monitor.sim.session import SimSession, session_entry
 from monitor.sim.stores import IndexRow, LegacyStore, SqliteStore

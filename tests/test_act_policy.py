@@ -12,7 +12,8 @@ from monitor.act.api import ActionResult
 from monitor.act.audit import AuditLog
 from monitor.act.loop import ActionLoop
 from monitor.act.policy import ActionPolicy, choose_action
-from monitor.config import ActionsConfig, load_config
+from monitor.config import load_config
+from monitor.config_sections import ActionsConfig
 
 pytestmark = pytest.mark.timeout(60)
 

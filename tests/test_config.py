@@ -11,13 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor.config import (
-    DETECTORS,
-    Config,
-    ConfigError,
-    check_config_main,
-    load_config,
-)
+from monitor.config import Config, ConfigError, check_config_main, load_config
+from monitor.config_sections import DETECTORS
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "config.yaml"

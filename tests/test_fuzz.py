@@ -28,7 +28,8 @@ import zstandard
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from monitor.config import DETECTORS, SECTIONS, Config, ConfigError, load_config
+from monitor.config import Config, ConfigError, load_config
+from monitor.config_sections import DETECTORS, SECTIONS
 from monitor.detect.engine import DetectionEngine
 from monitor.events import SourceError
 from monitor.pipeline import Monitor

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from monitor.act.api import ActionResult, ProcessInfo
-from monitor.config import BudgetsConfig, Config
+from monitor.config import Config
+from monitor.config_sections import BudgetsConfig
 from monitor.sim.scenarios import Scenario, ScenarioEnv, ToolStep, make_scenario
 from monitor.sim.session import FakeClock
 from monitor.sim.simulator import Simulator

@@ -22,7 +22,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from monitor.config import Config, DetectionConfig
+from monitor.config import Config
+from monitor.config_sections import DetectionConfig
 from monitor.detect.beyond import Hit, level_for
 from monitor.detect.budgets import DailyLedger, day_of, tokens_of
 from monitor.detect.findings import LEVEL_RANK, Finding
