@@ -6,7 +6,7 @@ headless, and timestamps every snapshot the ingest thread publishes. Reported pe
 - first rows: the first snapshot holding any session;
 - active shown: the first snapshot holding every session the index lists as running
   (from the generator's manifest), each shown in a live state (not ``done``);
-- first scan done: the whole history read (the progress indicator gone);
+- first scan done: the whole history read (the progress indicator gone), and the RSS then;
 - the MB still to read when the active sessions were shown.
 
 Goal: active sessions within 2 s. The data comes from ``bench/gen_large_state.py``.
@@ -23,6 +23,8 @@ import json
 import sys
 import time
 from pathlib import Path
+
+import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -54,6 +56,7 @@ async def measure(state_dir: str, running_keys: set[str], scan_limit: float) -> 
             if not snapshot.scanning and snapshot.seq > 1:
                 result["scan_done_s"] = round(now, 2)
                 result["sessions_on_board"] = len(snapshot.rows)
+                result["rss_mb_then"] = round(psutil.Process().memory_info().rss / 1e6)
                 break
             if now > scan_limit:
                 result["scan_done_s"] = None
@@ -87,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
               f"({row.get('first_rows_count')} sessions); {row['running_sessions']} running "
               f"sessions shown at {active} s with {row.get('mb_left_then')} MB still to read "
               f"({verdict}, goal <= {GOAL_SECONDS:g} s); first scan done at "
-              f"{row.get('scan_done_s')} s, {row.get('sessions_on_board')} sessions")
+              f"{row.get('scan_done_s')} s, {row.get('sessions_on_board')} sessions, "
+              f"RSS {row.get('rss_mb_then')} MB")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from monitor.act import evidence as ev
 from monitor.act.processes import ExecShell
 from monitor.act.runs import ExecPid
+from monitor.sim.legacy_writer import LegacyWriter
 from monitor.sim.sqlite_writer import SqliteAgentWriter
 
 TASK_RUNS = """CREATE TABLE task_runs (
@@ -95,6 +97,60 @@ def test_recent_exec_calls_skips_old_idle_sessions(state):
         writer.upsert_session("agent:main:old", "sid-agent:main:old", {}, "done",
                               updated_at=int((now - 10 * 3600) * 1000))
     assert ev.recent_exec_calls(str(state), now=now) == []
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
+def add_legacy_exec(writer: LegacyWriter, key: str, call_id: str, command: str, at: float,
+                    *, pid: int | None = None, session_file: str | None = None) -> None:
+    """The legacy-era twin of ``add_exec``: transcript lines plus a ``sessions.json`` entry."""
+    sid = f"sid-{key.rsplit(':', 1)[-1]}"
+    entry = {"sessionId": sid, "updatedAt": int(at * 1000)}
+    if session_file:
+        entry["sessionFile"] = session_file
+    writer.upsert_session(key, entry)
+    target = session_file[:-len(".jsonl")] if session_file else sid
+    writer.append_event(target, {"type": "message", "timestamp": iso(at), "message": {
+        "role": "assistant", "content": [{"type": "toolCall", "id": call_id, "name": "exec",
+                                          "arguments": {"command": command}}]}})
+    if pid is not None:
+        writer.append_event(target, {"type": "message", "timestamp": iso(at + 0.05),
+                                     "message": {"role": "toolResult", "toolCallId": call_id,
+                                                 "toolName": "exec",
+                                                 "details": {"status": "running", "pid": pid}}})
+
+
+def test_legacy_transcripts_give_the_same_evidence(state):
+    now = time.time()
+    writer = LegacyWriter(state / "agents" / "main" / "sessions")
+    add_legacy_exec(writer, "agent:main:a", "call-a", "sleep 600", now - 5, pid=111)
+    add_legacy_exec(writer, "agent:main:b", "call-b", "ls /nowhere", now - 2,
+                    session_file="elsewhere-b.jsonl")
+    add_legacy_exec(writer, "agent:main:old", "call-old", "ls /nowhere", now - 10 * 3600)
+    writer.close()
+    calls = {call.call_id: call for call in ev.recent_exec_calls(str(state), now=now)}
+    assert set(calls) == {"call-a", "call-b"}
+    assert calls["call-a"].result_pid == 111 and calls["call-a"].session_key == "agent:main:a"
+    assert abs(calls["call-b"].ts - (now - 2)) < 0.01
+    owner = ev.attribute(shell("ls /nowhere", now - 1.8), calls=calls.values())
+    assert owner.session_key == "agent:main:b"
+
+
+def test_legacy_evidence_reads_only_complete_lines_at_the_transcript_end(state, monkeypatch):
+    now = time.time()
+    writer = LegacyWriter(state / "agents" / "main" / "sessions")
+    for n in range(40):
+        add_legacy_exec(writer, "agent:main:a", f"call-{n}", f"echo {n}", now - 40 + n)
+    writer.close()
+    path = state / "agents" / "main" / "sessions" / "sid-a.jsonl"
+    with open(path, "ab") as handle:
+        handle.write(b'{"type": "message", "timestamp": "')  # a line still being written
+    monkeypatch.setattr(ev, "TRANSCRIPT_TAIL_BYTES", 2000)
+    ids = [call.call_id for call in ev.recent_exec_calls(str(state), now=now)]
+    assert ids and ids == [f"call-{n}" for n in range(40 - len(ids), 40)] and len(ids) < 40
 
 
 def test_a_gateway_tool_event_is_the_strongest_evidence():

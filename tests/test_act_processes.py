@@ -16,11 +16,13 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 
 from monitor.act import processes as pt
+from monitor.act.processes import ExecShell
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -238,23 +240,46 @@ def test_kill_stragglers_skips_processes_that_are_gone(tree_factory):
     assert pt.kill_stragglers(snapshot, grace=0.2) == []
 
 
-def test_kill_candidates_are_the_sessions_own_shells_with_evidence(tree_factory, tmp_path):
+def record_exec_calls(era: str, state: Path, calls: list[tuple[str, ExecShell]]) -> None:
+    """Write, for each ``(session key, shell)``, the session's exec call of the shell's
+    command 0.2 s before the shell started, as OpenClaw's transcripts of ``era`` hold it."""
+    from datetime import UTC, datetime
+
+    from monitor.sim.legacy_writer import LegacyWriter
+    from monitor.sim.sqlite_writer import SqliteAgentWriter
+
+    def entry(key: str, shell: ExecShell) -> dict:
+        return {"type": "message", "message": {
+            "role": "assistant", "content": [{"type": "toolCall", "id": f"call-{key}",
+                                              "name": "exec",
+                                              "arguments": {"command": shell.command}}]}}
+
+    if era == "sqlite":
+        db = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+        with SqliteAgentWriter(db) as writer:
+            for key, shell in calls:
+                writer.upsert_session(key, f"sid-{key}", {}, "running")
+                writer.append_event(f"sid-{key}", entry(key, shell),
+                                    created_at=int((shell.create_time - 0.2) * 1000))
+        return
+    writer = LegacyWriter(state / "agents" / "main" / "sessions")
+    for n, (key, shell) in enumerate(calls):
+        at = datetime.fromtimestamp(shell.create_time - 0.2, UTC)
+        writer.upsert_session(key, {"sessionId": f"sid-{n}",
+                                    "updatedAt": int(shell.create_time * 1000)})
+        writer.append_event(f"sid-{n}", {**entry(key, shell), "timestamp": at.isoformat()})
+    writer.close()
+
+
+@pytest.mark.parametrize("era", ["sqlite", "legacy"])
+def test_kill_candidates_are_the_sessions_own_shells_with_evidence(tree_factory, tmp_path, era):
     from monitor.act.controller import GatewayActionController
     from monitor.discovery import Discovered
-    from monitor.sim.sqlite_writer import SqliteAgentWriter
 
     tree = tree_factory("sleep 307; true", "sleep 308; true")
     first, second = pt.exec_shells(tree.proc)
-    db = tmp_path / "state" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
-    with SqliteAgentWriter(db) as writer:
-        for key, shell in (("agent:main:one", first), ("agent:main:two", second)):
-            sid = f"sid-{key}"
-            writer.upsert_session(key, sid, {}, "running")
-            writer.append_event(sid, {"type": "message", "message": {
-                "role": "assistant", "content": [{"type": "toolCall", "id": f"call-{key}",
-                                                  "name": "exec",
-                                                  "arguments": {"command": shell.command}}]}},
-                                created_at=int((shell.create_time - 0.2) * 1000))
+    record_exec_calls(era, tmp_path / "state",
+                      [("agent:main:one", first), ("agent:main:two", second)])
     found = Discovered(str(tmp_path / "state"), None, {}, None, [], None)
     controller = GatewayActionController(found, None, gateway_pid=tree.proc.pid, env={})
     (candidate,) = controller.kill_candidates("agent:main:one")

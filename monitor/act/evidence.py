@@ -11,7 +11,9 @@ An exec shell's environment names no session, so ownership is proven from record
    (``requester_session_key``, ``task`` = the command, ``started_at``).
 
 Agent DBs (``agents/<id>/agent/openclaw-agent.sqlite``) and the global DB
-(``state/openclaw.sqlite``) are opened with ``mode=ro``.
+(``state/openclaw.sqlite``) are opened with ``mode=ro``. In the legacy era the exec calls
+come from the end of each recently updated transcript (``agents/<id>/sessions/*.jsonl``,
+found through ``sessions.json``), read only.
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ import zstandard
 
 from monitor.act.processes import ExecShell
 from monitor.act.runs import ExecPid
+from monitor.sources.transcript import parse_timestamp
 
 RECENT_SECONDS = 6 * 3600
 EVENTS_PER_SESSION = 400
+TRANSCRIPT_TAIL_BYTES = 1 << 20  # legacy era: how much of a transcript's end is read
 COMMAND_WINDOW = (-30.0, 5.0)   # call time relative to the shell's start, seconds
 AMBIGUITY_SECONDS = 1.0
 BUSY_ATTEMPTS = 3
@@ -98,6 +102,8 @@ def recent_exec_calls(state_dir: str | None, *, now: float | None = None,
     """``exec`` calls of every session active within ``recent_seconds`` (newest events)."""
     since_ms = int(((now or time.time()) - recent_seconds) * 1000)
     calls: list[ExecCall] = []
+    for sessions_dir in legacy_session_dirs(state_dir):
+        calls.extend(_exec_calls_in_legacy(sessions_dir, since_ms))
     for path in agent_dbs(state_dir):
         for attempt in range(BUSY_ATTEMPTS):
             try:
@@ -124,19 +130,77 @@ def _exec_calls_in_db(path: str, since_ms: int, per_session: int) -> list[ExecCa
                 "SELECT event_json, event_zstd, created_at FROM transcript_events "
                 "WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
                 (session_id, per_session)).fetchall()
-            calls.extend(_calls_in(key, reversed(rows)))
+            decompressor = zstandard.ZstdDecompressor()
+            calls.extend(_calls_in(key, ((_decode(event_json, event_zstd, decompressor),
+                                          (created_at or 0) / 1000.0)
+                                         for event_json, event_zstd, created_at
+                                         in reversed(rows))))
     return calls
 
 
-def _calls_in(key: str, rows: Iterable[tuple]) -> list[ExecCall]:
-    decompressor = zstandard.ZstdDecompressor()
+def legacy_session_dirs(state_dir: str | None) -> list[str]:
+    if not state_dir:
+        return []
+    return sorted(os.path.dirname(path) for path in glob.glob(
+        os.path.join(state_dir, "agents", "*", "sessions", "sessions.json")))
+
+
+def _exec_calls_in_legacy(sessions_dir: str, since_ms: int) -> list[ExecCall]:
+    """The exec calls at the end of each transcript that ``sessions.json`` says was updated
+    since ``since_ms``."""
+    try:
+        with open(os.path.join(sessions_dir, "sessions.json"), "rb") as handle:
+            index = json.load(handle)
+    except (OSError, ValueError):
+        return []
+    if not isinstance(index, dict):
+        return []
+    calls: list[ExecCall] = []
+    for key, entry in index.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("sessionId"), str):
+            continue
+        updated = parse_timestamp(entry.get("updatedAt"))
+        if updated is None or updated * 1000 < since_ms:
+            continue
+        name = entry.get("sessionFile") if isinstance(entry.get("sessionFile"), str) \
+            else f"{entry['sessionId']}.jsonl"
+        path = os.path.join(sessions_dir, name)
+        calls.extend(_calls_in(str(key), _tail_entries(path)))
+    return calls
+
+
+def _tail_entries(path: str) -> list[tuple[dict | None, float]]:
+    """``(entry, seconds)`` for each complete line in the last ``TRANSCRIPT_TAIL_BYTES``."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            start = max(0, size - TRANSCRIPT_TAIL_BYTES)
+            handle.seek(start)
+            data = handle.read(size - start)
+    except OSError:
+        return []
+    lines = data.split(b"\n")
+    if start > 0:
+        lines = lines[1:]  # the first is the end of a line that began before the window
+    entries = []
+    for line in lines[:-1]:  # the last is empty or a line still being written
+        try:
+            entry = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(entry, dict):
+            entries.append((entry, parse_timestamp(entry.get("timestamp")) or 0.0))
+    return entries
+
+
+def _calls_in(key: str, entries: Iterable[tuple[dict | None, float]]) -> list[ExecCall]:
+    """The exec calls among ``entries`` (``(transcript entry, seconds)``, oldest first), each
+    with the pid its result named."""
     calls: dict[str, ExecCall] = {}
-    for event_json, event_zstd, created_at in rows:
-        entry = _decode(event_json, event_zstd, decompressor)
+    for entry, ts in entries:
         message = entry.get("message") if entry and entry.get("type") == "message" else None
         if not isinstance(message, dict):
             continue
-        ts = (created_at or 0) / 1000.0
         if message.get("role") == "assistant":
             for part in message.get("content") or []:
                 if (isinstance(part, dict) and part.get("type") == "toolCall"
