@@ -275,9 +275,10 @@ def attribution_report(gateway: RealGateway, key: str) -> dict:
             "calls": [(c.call_id, round(c.ts, 2), c.command[:60]) for c in calls]}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def snapshotless_gateway(openclaw_install):
-    """A gateway whose exec shells run without a shell snapshot (its capture failed or is off)."""
+    """A gateway whose exec shells run without a shell snapshot (its capture failed or is off);
+    for the one test that needs it, so it does not run beside the module's gateway after."""
     gateway = RealGateway(loop_detection=False, run_timeout_seconds=240, shell_snapshot=False)
     with gateway:
         yield gateway
