@@ -8,7 +8,7 @@ dashboard all drive this same object.
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -22,6 +22,7 @@ from monitor.events import (
     ToolCall,
     UserMessage,
 )
+from monitor.run_index import RunIndex
 from monitor.sources.sourceset import SourceSet
 
 # Findings kept per session (the newest); ``findings_total`` counts every one. A session
@@ -31,9 +32,7 @@ from monitor.sources.sourceset import SourceSet
 # kept finding costs ~290 bytes (key, tool and pattern are shared), 1,000 looping sessions
 # at this cap ~15 MB.
 FINDINGS_KEPT = 50
-# Runs whose session is remembered, to place gateway lines that name only their run. A
-# session starts a run per prompt, so this grows with time, not with the sessions; the
-# most recently seen are kept (a live run is seen again on each of its events).
+# Runs whose session is remembered, to place gateway lines that name only their run.
 RUNS_KEPT = 4096
 
 
@@ -115,7 +114,7 @@ class Monitor:
         self.engine = engine
         self.sessions: dict[str, SessionState] = {}
         self.key_to_session: dict[str, str] = {}
-        self.run_to_session: OrderedDict[str, str] = OrderedDict()
+        self.run_to_session = RunIndex(RUNS_KEPT)
         self.quiet = False
         self.polls = 0
 
@@ -148,16 +147,6 @@ class Monitor:
             self.sessions[session_id] = state
         return state
 
-    def _index_run(self, run_id: str, session_id: str, *, replace: bool) -> None:
-        """Remember ``run_id``'s session (a transcript event keeps the first one seen, the
-        session index overrides it); forget the least recently seen beyond ``RUNS_KEPT``."""
-        runs = self.run_to_session
-        if replace or run_id not in runs:
-            runs[run_id] = session_id
-        runs.move_to_end(run_id)
-        if len(runs) > RUNS_KEPT:
-            runs.popitem(last=False)
-
     def _fold(self, event, records: list[dict]) -> None:
         if isinstance(event, SessionInfo):
             self._fold_session(event, records)
@@ -182,7 +171,7 @@ class Monitor:
         state.aborted_last_run = info.aborted_last_run or state.aborted_last_run
         if info.run_id:
             state.run_id = info.run_id
-            self._index_run(info.run_id, info.session_id, replace=True)
+            self.run_to_session.note(info.run_id, info.session_id)
         if "#node:" in info.origin or info.key not in self.key_to_session:
             self.key_to_session[info.key] = info.session_id
         if (state.key, state.status) != before:
@@ -197,7 +186,7 @@ class Monitor:
         state = self._session(event.session_id, "")
         state.touch(getattr(event, "ts", None))
         if getattr(event, "run_id", None):
-            self._index_run(event.run_id, event.session_id, replace=False)
+            self.run_to_session.note(event.run_id, event.session_id, replace=False)
         if isinstance(event, ToolCall):
             state.tool_calls += 1
             state.tools[event.name] += 1

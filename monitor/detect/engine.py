@@ -56,9 +56,9 @@ from monitor.events import (
     ToolResult,
     UserMessage,
 )
+from monitor.run_index import RunIndex
 
-# Runs whose session is remembered (for gateway lines that name only a run), the most
-# recently seen kept: a live run is seen again on each of its events.
+# Runs whose session is remembered, for gateway lines that name only a run.
 MAX_RUN_INDEX = 4096
 # Gateway loop lines of sessions not (yet) in the transcripts: the highest bucket
 # reported per session and pattern, oldest forgotten first.
@@ -110,7 +110,7 @@ class DetectionEngine:
         self._settings: dict[str, Settings] = {}
         self._sessions: dict[str, SessionState] = {}
         self._key_to_session: dict[str, str] = {}
-        self._run_to_session: OrderedDict[str, str] = OrderedDict()
+        self._run_to_session = RunIndex(MAX_RUN_INDEX)
         self._ledger = DailyLedger()
         self._orphan_notices: OrderedDict[str, int] = OrderedDict()
         #: Told ``(session_id, call_id, outcome key)`` of each result keyed (the dashboard's
@@ -132,7 +132,7 @@ class DetectionEngine:
             state.last_ts = event.ts
         run_id = run_scope(getattr(event, "run_id", None))
         if run_id:
-            self._index_run(run_id, event.session_id)
+            self._run_to_session.note(run_id, event.session_id)
         if isinstance(event, ToolCall):
             return self._on_call(state, settings, event, run_id)
         if isinstance(event, ToolResult):
@@ -216,12 +216,6 @@ class DetectionEngine:
         if state.key:
             self._key_to_session[state.key] = session_id
         return state
-
-    def _index_run(self, run_id: str, session_id: str) -> None:
-        self._run_to_session[run_id] = session_id
-        self._run_to_session.move_to_end(run_id)
-        while len(self._run_to_session) > MAX_RUN_INDEX:
-            self._run_to_session.popitem(last=False)
 
     # ------------------------------------------------------------ tool calls
 
