@@ -211,7 +211,7 @@ class SnapshotFeed:
         self.log: deque[LogLine] = deque(maxlen=LOG_LINES)
         self.timelines: dict[str, _Timeline] = {}
         self.keyed_by_engine = keyed_by_engine
-        #: ``(session_id, call_id) -> (timeline, call, fallback key)`` until the engine keys it.
+        #: ``(session_id, call_id) -> (timeline, call, result text)`` until the engine keys it.
         self._awaiting_key: dict[tuple[str, str], tuple[_Timeline, _Call, str]] = {}
         self.pending: deque = deque()
         self.read = 0
@@ -233,8 +233,8 @@ class SnapshotFeed:
             _set_key(line, call, key)
 
     def poll(self) -> list:
-        for line, call, fallback in self._awaiting_key.values():
-            _set_key(line, call, fallback)
+        for line, call, text in self._awaiting_key.values():
+            _set_key(line, call, _plain_key(call, text))
         self._awaiting_key.clear()
         if not self.pending:
             fresh = self.inner.poll()
@@ -282,12 +282,15 @@ class SnapshotFeed:
         text = result.text or str(details.get("aggregated") or details.get("status") or "")
         shown = redact_text(shown_start(text, OUTCOME_CHARS))
         call.outcome = clip(shown, OUTCOME_CHARS) or "(empty)"
-        fallback = hashlib.sha1(f"{call.tool}\0{call.arguments}\0{text}".encode(
-            "utf-8", "replace")).hexdigest()
         if self.keyed_by_engine:
-            self._awaiting_key[(result.session_id, result.call_id)] = (line, call, fallback)
+            self._awaiting_key[(result.session_id, result.call_id)] = (line, call, text)
         else:
-            _set_key(line, call, fallback)
+            _set_key(line, call, _plain_key(call, text))
+
+
+def _plain_key(call: _Call, text: str) -> str:
+    return hashlib.sha1(f"{call.tool}\0{call.arguments}\0{text}".encode(
+        "utf-8", "replace")).hexdigest()
 
 
 def _set_key(line: _Timeline, call: _Call, key: str) -> None:
