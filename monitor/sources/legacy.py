@@ -161,7 +161,7 @@ class LegacySessionsSource(Source):
         seen = set()
         for name in names:
             if name.endswith(".jsonl") or (
-                    self.include_archives and any(m in name for m in ARCHIVE_MARKERS)):
+                    self.include_archives and _is_archive(name)):
                 paths.append(os.path.join(self.path, name))
                 seen.add(os.path.join(base, name))
         for entry in self._index.values():
@@ -190,21 +190,21 @@ class LegacySessionsSource(Source):
         new = [p for p in paths if p not in self._followers and p not in self._finished_archives]
         if not new:
             return
-        new = self._without_drained_archives(new)
-        stats = {}
+        stats: dict[str, os.stat_result | None] = {}
         for path in new:
             try:
-                st = os.stat(path)
-                stats[path] = (st.st_mtime_ns, st.st_size)
+                stats[path] = os.stat(path)
             except OSError:
-                stats[path] = (0, 0)
-        new.sort(key=lambda p: stats[p][0], reverse=True)
+                stats[path] = None
+        new = self._without_drained_archives(new, stats)
+        new.sort(key=lambda p: stats[p].st_mtime_ns if stats[p] else 0, reverse=True)
         for path in new:
             resume = self._resume.pop(path, None)
             self._followers[path] = FileFollower(path, resume=resume)
             self._session_ids[path] = session_id_from_filename(
                 os.path.basename(path).split(".jsonl")[0] + ".jsonl")
-            self._unstarted[path] = max(0, stats[path][1] - (resume.offset if resume else 0))
+            size = stats[path].st_size if stats[path] else 0
+            self._unstarted[path] = max(0, size - (resume.offset if resume else 0))
         self._order[self._cursor:self._cursor] = new
 
     def poll(self) -> list:
@@ -240,7 +240,7 @@ class LegacySessionsSource(Source):
             if follower.behind:
                 stopped_at = path
                 break
-            if any(m in path for m in ARCHIVE_MARKERS) and follower.pending_bytes == 0:
+            if _is_archive(path) and follower.pending_bytes == 0:
                 finished.append(path)
             self._limit_descriptors(path, follower)
         for path in finished:
@@ -268,21 +268,18 @@ class LegacySessionsSource(Source):
                 if len(self._open) <= self.max_open_followers:
                     return
 
-    def _without_drained_archives(self, paths: list[str]) -> list[str]:
+    def _without_drained_archives(self, paths: list[str],
+                                  stats: dict[str, os.stat_result | None]) -> list[str]:
         """``paths`` less the archives that are a followed transcript renamed: its follower
         reads it to the end through the open descriptor (or finds it by inode)."""
-        archives = [p for p in paths if any(m in p for m in ARCHIVE_MARKERS)]
+        archives = [p for p in paths if _is_archive(p) and stats[p] is not None]
         if not archives:
             return paths
         by_identity = {identity: follower for path, follower in self._followers.items()
-                       if not any(m in path for m in ARCHIVE_MARKERS)
-                       for identity in follower.identities()}
+                       if not _is_archive(path) for identity in follower.identities()}
         drained = set()
         for path in archives:
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
+            st = stats[path]
             follower = by_identity.get((st.st_dev, st.st_ino))
             if follower is not None and follower.reads(st):
                 drained.add(path)
@@ -341,3 +338,8 @@ class LegacySessionsSource(Source):
         self._unstarted.clear()
         self._followed_listing = None
         self._cursor = 0
+
+
+def _is_archive(path: str) -> bool:
+    """``*.jsonl.reset.*`` / ``*.jsonl.deleted.*``: a transcript's history, not a live one."""
+    return any(marker in path for marker in ARCHIVE_MARKERS)
