@@ -32,6 +32,7 @@ import zstandard
 
 from monitor.act.processes import ExecShell
 from monitor.act.runs import ExecPid
+from monitor.sources.legacy import session_file_path
 from monitor.sources.transcript import parse_timestamp
 
 RECENT_SECONDS = 6 * 3600
@@ -162,9 +163,8 @@ def _exec_calls_in_legacy(sessions_dir: str, since_ms: int) -> list[ExecCall]:
         updated = parse_timestamp(entry.get("updatedAt"))
         if updated is None or updated * 1000 < since_ms:
             continue
-        name = entry.get("sessionFile") if isinstance(entry.get("sessionFile"), str) \
-            else f"{entry['sessionId']}.jsonl"
-        path = os.path.join(sessions_dir, name)
+        path = session_file_path(sessions_dir, entry) \
+            or os.path.join(sessions_dir, f"{entry['sessionId']}.jsonl")
         calls.extend(_calls_in(str(key), _tail_entries(path)))
     return calls
 

@@ -165,10 +165,8 @@ class LegacySessionsSource(Source):
                 paths.append(os.path.join(self.path, name))
                 seen.add(os.path.join(base, name))
         for entry in self._index.values():
-            session_file = entry.get("sessionFile")
-            if isinstance(session_file, str) and session_file:
-                full = session_file if os.path.isabs(session_file) \
-                    else os.path.join(self.path, session_file)
+            full = session_file_path(self.path, entry)
+            if full is not None:
                 normal = os.path.normpath(full)
                 if normal not in seen:
                     seen.add(normal)
@@ -343,3 +341,12 @@ class LegacySessionsSource(Source):
 def _is_archive(path: str) -> bool:
     """``*.jsonl.reset.*`` / ``*.jsonl.deleted.*``: a transcript's history, not a live one."""
     return any(marker in path for marker in ARCHIVE_MARKERS)
+
+
+def session_file_path(sessions_dir: str, entry: dict) -> str | None:
+    """The transcript an index entry's ``sessionFile`` names (relative to the sessions dir),
+    or None when it names none."""
+    session_file = entry.get("sessionFile")
+    if not isinstance(session_file, str) or not session_file:
+        return None
+    return os.path.join(sessions_dir, session_file)
