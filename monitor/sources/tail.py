@@ -213,10 +213,7 @@ class FileFollower:
 
     def identities(self) -> set[tuple[int, int]]:
         """``(dev, ino)`` of the files this follower reads, will resume, or has drained."""
-        found = {(handle.dev, handle.ino) for handle in self._handles()}
-        if self._resume is not None:
-            found.add((self._resume.dev, self._resume.ino))
-        return found | self._drained_sizes.keys()
+        return self._reading() | self._drained_sizes.keys()
 
     def reads(self, st: os.stat_result) -> bool:
         """Whether this follower reads (or has read to its end) the file ``st`` describes: a
@@ -224,11 +221,14 @@ class FileFollower:
         its new name. A closed file counts only at the size it was read to, so a reused
         inode number is not mistaken for it."""
         identity = (st.st_dev, st.st_ino)
-        if any((handle.dev, handle.ino) == identity for handle in self._handles()):
-            return True
-        if self._resume is not None and (self._resume.dev, self._resume.ino) == identity:
-            return True
-        return self._drained_sizes.get(identity) == st.st_size
+        return identity in self._reading() or self._drained_sizes.get(identity) == st.st_size
+
+    def _reading(self) -> set[tuple[int, int]]:
+        """``(dev, ino)`` of the open files and of the one a resume will reopen."""
+        found = {(handle.dev, handle.ino) for handle in self._handles()}
+        if self._resume is not None:
+            found.add((self._resume.dev, self._resume.ino))
+        return found
 
     def take_notices(self) -> list[TailNotice]:
         notices, self.notices = self.notices, []
