@@ -1,0 +1,79 @@
+"""A corpus of hostile text, as a model or a fetched web page could write it into a
+transcript, ``sessions.json`` or the gateway log, and the checks that none of it reached an
+output raw.
+
+Every string carries ``PAYLOAD`` so a test can tell data's bytes from the app's own escape
+sequences: ``terminal_injections`` looks for the sequences data would need to act on a
+terminal, which the display boundary must have turned into visible text.
+"""
+
+from __future__ import annotations
+
+import re
+
+PAYLOAD = "HOSTILE"
+ESC = "\x1b"
+BEL = "\x07"
+ST = ESC + "\\"
+
+HOSTILE_STRINGS: dict[str, str] = {
+    "osc0_title": f"{ESC}]0;{PAYLOAD}-title{BEL}",
+    "osc2_title_st": f"{ESC}]2;{PAYLOAD}-title{ST}",
+    "osc8_link": f"{ESC}]8;;https://evil.example/{PAYLOAD}{ST}click{ESC}]8;;{ST}",
+    "osc52_clipboard": f"{ESC}]52;c;{PAYLOAD}cm0gLXJmIH4K{BEL}",
+    "osc777_notify": f"{ESC}]777;notify;{PAYLOAD};pwned{BEL}",
+    "csi_clear": f"{ESC}[2J{ESC}[H{PAYLOAD}-cleared",
+    "csi_colour": f"{ESC}[31;1m{PAYLOAD}-red{ESC}[0m",
+    "csi_cursor_hide": f"{ESC}[?25l{PAYLOAD}{ESC}[?1049h",
+    "dcs": f"{ESC}P+q{PAYLOAD}{ST}",
+    "apc": f"{ESC}_G{PAYLOAD}{ST}",
+    "c1_csi": f"\x9b2J{PAYLOAD}\x9d0;{PAYLOAD}-c1\x9c",
+    "bidi_override": f"\u202e{PAYLOAD}gnp.exe\u202c",
+    "bidi_isolate": f"\u2066{PAYLOAD}\u2069\u2067rtl\u2069",
+    "zero_width": f"PAY\u200bLO\u200dAD\ufeff{PAYLOAD}\u2060",
+    "line_separator": f"{PAYLOAD}\u2028second\u2029third",
+    "backspace_cr": f"safe\rrm -rf /{PAYLOAD}\x08\x08\x7f",
+    "markup_close": f"[/x]{PAYLOAD}[/]",
+    "markup_click": f"[@click=app.quit]{PAYLOAD}[/]",
+    "markup_link": f"[link=https://evil.example]{PAYLOAD}[/link]",
+    "markup_style": f"[bold red on white blink]{PAYLOAD}[/bold red on white blink]",
+    "markup_escape": f"\\[b]{PAYLOAD}\\\\[/b]",
+    "textual_variable": f"$accent {PAYLOAD} $foo [$text-error]x[/]",
+    "lone_surrogate": f"{PAYLOAD}\ud800\udfff",
+    "nul": f"{PAYLOAD}\x00after-nul",
+    "long_line": PAYLOAD + "A" * 100_000 + ESC + "]0;long" + BEL,
+    "unicode_key": f"café-{PAYLOAD}-日本語-🦀",
+}
+
+# Raw sequences that act on a terminal when data reaches it unchanged. The display boundary
+# shows ESC as ␛ and the 8-bit controls as <U+009B>, so none of these may appear in output
+# next to the payload.
+_INJECTION = re.compile(
+    rb"\x1b[\]P_^X][^\x07\x1b]*" + PAYLOAD.encode()        # OSC / DCS / APC / PM / SOS carrying data
+    + rb"|\x1b\[2J\x1b\[H" + PAYLOAD.encode()              # clear screen + home from data
+    + rb"|\xc2[\x80-\x9f]"                                 # C1 controls, UTF-8 encoded
+    + rb"|\xe2\x80[\xa8-\xae]|\xe2\x81[\xa6-\xa9]"        # line/para separators, bidi controls
+    + rb"|\x1b\[\?1049h|\x1b\]52;c;" + PAYLOAD.encode()
+)
+
+
+def terminal_injections(output: bytes | str) -> list[bytes]:
+    """The sequences in ``output`` that came from data and would act on a terminal."""
+    if isinstance(output, str):
+        output = output.encode("utf-8", "surrogatepass")
+    return _INJECTION.findall(output)
+
+
+def raw_controls(text: str, *, allow: str = "\n\t") -> list[str]:
+    """Every character of ``text`` a terminal interprets (controls, C1, bidi, zero-width),
+    for plain-text outputs that should hold none of them at all."""
+    found = []
+    for char in text:
+        code = ord(char)
+        if char in allow:
+            continue
+        if (code < 0x20 or 0x7F <= code < 0xA0 or 0x200B <= code <= 0x200F
+                or 0x2028 <= code <= 0x202E or 0x2060 <= code <= 0x206F or code == 0xFEFF
+                or 0xD800 <= code < 0xE000):
+            found.append(char)
+    return found
