@@ -215,7 +215,14 @@ def test_a_session_past_the_gate_bound_does_not_report_a_live_pattern_twice():
     """One long run that goes from one stuck command to the next: every command opens a
     new no-progress episode (a new pattern), far more than a gate holds, while the run's
     iteration budget pattern stays live. Its warning and critical come once each."""
-    script = Script()
+    import dataclasses
+
+    from monitor.config_sections import IterationBudgetConfig
+
+    config = Config()   # the iteration budget has no critical by default: set one
+    config = dataclasses.replace(config, detection=dataclasses.replace(
+        config.detection, iteration_budget=IterationBudgetConfig(critical_tool_calls=200)))
+    script = Script(DetectionEngine(config))
     commands = 0
     while script.calls < 200 + 11 * (MAX_GATE_KEYS + 8):
         commands += 1

@@ -1,8 +1,14 @@
-"""Theme files (``themes/*.yaml``) turned into Textual themes.
+"""Theme files (``*.yaml``) turned into Textual themes.
+
+The built-in themes ship inside the package (``monitor/themes/``: dark, light, night;
+the repository's top-level ``themes/`` points there), so a wheel or ``pipx`` install has
+them. The user's own themes live in ``$XDG_CONFIG_HOME/clawwatch/themes`` (by default
+``~/.config/clawwatch/themes``; ``$CLAWWATCH_THEMES`` names another directory): each
+file adds a theme, or replaces the built-in theme of the same ``name``.
 
 A file that cannot be read or has a bad colour is skipped with an error
 message the app shows; the built-in ``dark`` below stands in when
-``themes/dark.yaml`` itself is broken, so the dashboard always has a theme.
+``dark.yaml`` itself is broken, so the dashboard always has a theme.
 """
 
 from __future__ import annotations
@@ -14,9 +20,12 @@ import yaml
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
+from monitor.safe_yaml import InputRefused, describe_yaml_error, load_yaml_file
+
 DEFAULT_THEME = "dark"
 THEMES_ENV = "CLAWWATCH_THEMES"
-REPO_THEMES = Path(__file__).resolve().parents[2] / "themes"
+BUILTIN_THEMES = Path(__file__).resolve().parents[1] / "themes"
+REPO_THEMES = BUILTIN_THEMES  # the old name: the repository's themes/ points here
 COLOUR_KEYS = ("primary", "secondary", "accent", "foreground", "background", "surface", "panel",
                "boost", "success", "warning", "error")
 FALLBACK = Theme(
@@ -25,10 +34,20 @@ FALLBACK = Theme(
     success="#4CB870", warning="#F0B429", error="#E5484D")
 
 
+def user_themes_dir(env=None) -> Path:
+    """``$CLAWWATCH_THEMES``, else ``$XDG_CONFIG_HOME/clawwatch/themes`` (by default
+    ``~/.config/clawwatch/themes``)."""
+    env = os.environ if env is None else env
+    if env.get(THEMES_ENV):
+        return Path(env[THEMES_ENV]).expanduser()
+    config_home = env.get("XDG_CONFIG_HOME") or ""
+    base = Path(config_home) if os.path.isabs(config_home) else Path.home() / ".config"
+    return base / "clawwatch" / "themes"
+
+
 def themes_dir() -> Path:
-    """``$CLAWWATCH_THEMES``, else the repository's ``themes/``."""
-    override = os.environ.get(THEMES_ENV)
-    return Path(override) if override else REPO_THEMES
+    """Where the user's themes are read from (see ``user_themes_dir``)."""
+    return user_themes_dir()
 
 
 def theme_from_mapping(data: object, origin: str) -> Theme:
@@ -62,25 +81,49 @@ def theme_from_mapping(data: object, origin: str) -> Theme:
                  variables={str(k): str(v) for k, v in variables.items()}, **colours)
 
 
-def load_themes(directory: Path | None = None) -> tuple[list[Theme], list[str]]:
-    """Every readable theme in ``directory`` (sorted by file name) and one error per bad file."""
-    directory = directory or themes_dir()
+def load_themes(directory: Path | None = None, env=None) -> tuple[list[Theme], list[str]]:
+    """Every readable theme and one error per bad file: those in ``directory`` alone when
+    it is given, else the built-in ones with the user's (``user_themes_dir``) over them —
+    a user theme replaces the built-in one of the same name; a missing user directory is
+    no error."""
+    if directory is not None:
+        themes, errors = _read_dir(directory)
+    else:
+        themes, errors = _read_dir(BUILTIN_THEMES)
+        user = user_themes_dir(env)
+        if user.exists():
+            extra, user_errors = _read_dir(user)
+            errors += user_errors
+            mine = {t.name: t for t in extra}
+            builtin = {t.name for t in themes}
+            themes = [mine.get(t.name, t) for t in themes] + \
+                [t for t in mine.values() if t.name not in builtin]
+    if not any(t.name == DEFAULT_THEME for t in themes):
+        themes.insert(0, FALLBACK)
+    return themes, errors
+
+
+def _read_dir(directory: Path) -> tuple[list[Theme], list[str]]:
+    """The themes in one directory (sorted by file name) and one error per bad file."""
     themes: list[Theme] = []
     errors: list[str] = []
     try:
         paths = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml"))
     except OSError as exc:
-        return [FALLBACK], [f"themes: cannot read {directory}: {exc.strerror or exc}"]
+        return [], [f"themes: cannot read {directory}: {exc.strerror or exc}"]
     for path in paths:
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            # bounded like the config: a regular file of at most 1 MiB of UTF-8, no alias
+            # bombs, no deep nesting, no duplicate keys (monitor.safe_yaml)
+            data = load_yaml_file(str(path))
             themes.append(theme_from_mapping(data, str(path)))
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             errors.append(f"{path}: cannot read: {exc}")
+        except InputRefused as exc:
+            errors.append(f"{path}: cannot read: {exc.message}")
         except yaml.YAMLError as exc:
-            errors.append(f"{path}: not valid YAML: {str(exc).splitlines()[0]}")
+            key, message = describe_yaml_error(exc)
+            errors.append(f"{path}: {message}" if key == "(yaml)" else f"{path}: {key}: {message}")
         except ValueError as exc:
             errors.append(str(exc))
-    if not any(t.name == DEFAULT_THEME for t in themes):
-        themes.insert(0, FALLBACK)
     return themes, errors
