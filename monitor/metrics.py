@@ -1,0 +1,490 @@
+"""Prometheus/OpenMetrics metrics for ``--metrics HOST:PORT`` (shared/CONTRACT.md "Metrics").
+
+Nothing is counted on the hot path. The live loop runs each ``Monitor.step()`` through
+``MetricsHub.step`` (a lock around the step, and a look at each source's event count), and
+its output through ``MetricsHub.observe`` (action records, and ``hung_process`` findings,
+which the action loop makes outside the monitor). At scrape time the collector takes the
+lock, reads the monitor's current state into a frozen ``MetricsSnapshot`` and releases it;
+the exposition is written from the snapshot by ``prometheus_client`` (imported only when
+an exporter is started). A scrape that cannot get the lock within ``SCRAPE_WAIT_SECONDS``
+(a step reading a large backlog) is answered from the previous snapshot.
+
+Per-session series (``clawwatch_session_*{session_key,agent}``) exist only for sessions
+with an event within ``lookback_seconds`` that have not ended (state ``done``), at most
+``max_sessions`` of them (the worst and most recent first); the rest are summed into one
+series labelled ``session_key="_other"``. Label values come from data models wrote: they
+go through ``monitor.display.printable`` (no control or bidi character survives) and are
+clipped to ``LABEL_CHARS``; two that clip alike get a ``~N`` suffix so no scrape ever holds
+a duplicate series.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from monitor import __version__
+from monitor.display import printable
+from monitor.snapshot import STATES, SnapshotBuilder
+
+LEVEL_VALUE = {"warning": 1, "critical": 2}
+OTHER = "_other"
+LABEL_CHARS = 128
+MAX_AGENTS = 200                # distinct agent label values; the rest are summed as "_other"
+SCRAPE_WAIT_SECONDS = 2.0
+DEFAULT_MAX_SESSIONS = 500
+DEFAULT_LOOKBACK_SECONDS = 900.0
+DEFAULT_LISTEN = "127.0.0.1:9464"
+
+
+class MetricsListenError(ValueError):
+    """A ``--metrics`` / ``metrics.listen`` value that cannot be listened on."""
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> ``(host, port)``; a bare ``PORT`` means
+    loopback. An empty host is refused: listening on every interface must be spelled
+    ``0.0.0.0:PORT`` (or ``[::]:PORT``)."""
+    text = (text or "").strip()
+    if text.isdigit():
+        host, port_text = "127.0.0.1", text
+    elif text.startswith("["):
+        host, sep, port_text = text[1:].partition("]:")
+        if not sep:
+            raise MetricsListenError(f"{text!r}: expected [IPV6]:PORT")
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep:
+            raise MetricsListenError(f"{text!r}: expected HOST:PORT, e.g. {DEFAULT_LISTEN}")
+        if ":" in host:
+            raise MetricsListenError(f"{text!r}: write an IPv6 address as [ADDR]:PORT")
+    if not host:
+        raise MetricsListenError(f"{text!r}: name the host (127.0.0.1:PORT for loopback, "
+                                 "0.0.0.0:PORT for every interface)")
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise MetricsListenError(f"{text!r}: the port must be a number from 0 to 65535")
+    return host, int(port_text)
+
+
+def check_listen(value: str | None) -> str | None:
+    """For the config loader: an error message, or None."""
+    if value is None:
+        return None
+    try:
+        parse_listen(value)
+    except MetricsListenError as exc:
+        return str(exc)
+    return None
+
+
+def label(value: object) -> str:
+    """A label value from data: printable, at most ``LABEL_CHARS`` characters."""
+    text = printable("" if value is None else value)
+    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
+
+
+# ------------------------------------------------------------------ the snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSample:
+    session_key: str
+    agent: str
+    level: int                  # 0 ok, 1 warning, 2 critical
+    tokens: int
+    burn_per_minute: float
+    budget: int | None
+    tool_calls: int
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSample:
+    kind: str
+    sources: int
+    events: int
+    errors: int
+    backlog_bytes: int
+    last_event: float | None
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot:
+    taken_at: float
+    findings: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    actions: dict[tuple[str, str], int] = field(default_factory=dict)
+    dry_run_actions: dict[str, int] = field(default_factory=dict)
+    states: dict[str, int] = field(default_factory=dict)
+    sessions: tuple[SessionSample, ...] = ()
+    other: SessionSample | None = None
+    other_count: int = 0
+    active: int = 0
+    tokens: dict[str, int] = field(default_factory=dict)
+    tool_calls: dict[str, int] = field(default_factory=dict)
+    sources: tuple[SourceSample, ...] = ()
+    polls: int = 0
+    last_poll: float | None = None
+    build_seconds: float = 0.0
+
+
+class MetricsHub:
+    """Between the live loop (``step``, ``observe``) and the exporter (``snapshot``)."""
+
+    def __init__(self, monitor, *, max_sessions: int = DEFAULT_MAX_SESSIONS,
+                 lookback_seconds: float = DEFAULT_LOOKBACK_SECONDS,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.monitor = monitor
+        self.max_sessions = max_sessions
+        self.lookback_seconds = lookback_seconds
+        self.clock = clock
+        self.lock = threading.Lock()
+        self._counts_lock = threading.Lock()
+        self._actions: Counter = Counter()
+        self._dry_run: Counter = Counter()
+        self._outside_findings: Counter = Counter()   # hung_process, from the action loop
+        self._source_events: dict[int, int] = {}
+        self._last_event: dict[str, float] = {}
+        self._last_poll: float | None = None
+        self._polls = 0
+        self._current: dict[str, tuple[tuple, list, int]] = {}
+        self._last: MetricsSnapshot | None = None
+
+    # ------------------------------------------------------------- the loop's side
+
+    def step(self) -> list[dict]:
+        """``monitor.step()`` under the lock; notes which sources produced events."""
+        with self.lock:
+            records = self.monitor.step()
+            now = self.clock()
+            for source in self.monitor.sources.sources:
+                if source.events > self._source_events.get(id(source), 0):
+                    self._source_events[id(source)] = source.events
+                    self._last_event[source.kind] = now
+            self._last_poll = now
+            self._polls += 1
+        return records
+
+    def observe(self, records: Iterable[dict]) -> None:
+        """Count action records and findings made outside the monitor."""
+        with self._counts_lock:
+            for record in records:
+                kind = record.get("type")
+                if kind == "action":
+                    action = str(record.get("action") or "")
+                    if record.get("dry_run"):
+                        self._dry_run[action] += 1
+                    else:
+                        self._actions[(action, "true" if record.get("ok") else "false")] += 1
+                elif kind == "finding" and record.get("detector") == "hung_process":
+                    self._outside_findings[(str(record.get("session_id") or ""),
+                                            "hung_process", str(record.get("level")))] += 1
+
+    def wrap_emit(self, emit: Callable[[list[dict]], None]) -> Callable[[list[dict]], None]:
+        def emit_observed(records: list[dict]) -> None:
+            emit(records)
+            if records:
+                self.observe(records)
+        return emit_observed
+
+    # ------------------------------------------------------------- the scrape's side
+
+    def snapshot(self, wait: float = SCRAPE_WAIT_SECONDS) -> MetricsSnapshot:
+        """The current state (the previous snapshot when the loop holds the lock longer
+        than ``wait``)."""
+        if not self.lock.acquire(timeout=wait):
+            return self._last or MetricsSnapshot(taken_at=self.clock())
+        try:
+            snap = self._build()
+        finally:
+            self.lock.release()
+        self._last = snap
+        return snap
+
+    def _build(self) -> MetricsSnapshot:
+        started = time.perf_counter()
+        monitor = self.monitor
+        now = self.clock()
+        if monitor is None:         # the dashboard's ingest thread has not made it yet
+            return MetricsSnapshot(taken_at=now)
+        engine = monitor.engine
+        states: Counter = Counter(dict.fromkeys(STATES, 0))
+        tokens: Counter = Counter()
+        tool_calls: Counter = Counter()
+        candidates = []
+        current_of = monitor.key_to_session
+        for state in monitor.sessions.values():
+            if not (state.key or state.tool_calls or state.assistant_messages):
+                continue
+            tokens[state.agent_id] += state.tokens_total
+            tool_calls[state.agent_id] += state.tool_calls
+            idle = None if state.last_ts is None else float(int(max(0.0, now - state.last_ts)))
+            current, level = self._current_findings(state)
+            name = SnapshotBuilder._state_of(state, current, idle)
+            states[name] += 1
+            if name == "done" or idle is None or idle > self.lookback_seconds:
+                continue
+            if state.key and current_of.get(state.key, state.session_id) != state.session_id:
+                continue            # an older generation of a key that has moved on
+            candidates.append((level, state.last_ts or 0.0, state, idle))
+        candidates.sort(key=lambda c: (-c[0], -c[1], c[2].key or c[2].session_id))
+        agents = _agent_labels(tokens)
+        kept, other, seen = [], None, set()
+        for index, (level, _, state, idle) in enumerate(candidates):
+            burn = engine.burn(state.session_id) if engine is not None else None
+            rate = burn.tokens_per_minute if burn is not None and idle <= \
+                burn.window_seconds else 0.0
+            budget = burn.budget if burn is not None else None
+            if index < self.max_sessions:
+                pair = _unique((label(state.key or state.session_id),
+                                agents.get(state.agent_id, OTHER)), seen)
+                kept.append(SessionSample(pair[0], pair[1], level, state.tokens_total, rate,
+                                          budget, state.tool_calls))
+            elif other is None:
+                other = SessionSample(OTHER, OTHER, level, state.tokens_total, rate, None,
+                                      state.tool_calls)
+            else:
+                other = SessionSample(OTHER, OTHER, max(other.level, level),
+                                      other.tokens + state.tokens_total,
+                                      other.burn_per_minute + rate, None,
+                                      other.tool_calls + state.tool_calls)
+        findings: Counter = Counter()
+        sessions = monitor.sessions
+        for (session_id, detector, level_name), count in monitor.finding_counts.items():
+            state = sessions.get(session_id)
+            agent = agents.get(state.agent_id if state is not None else "", OTHER)
+            findings[(label(detector), label(level_name), agent)] += count
+        with self._counts_lock:
+            for (session_id, detector, level_name), count in self._outside_findings.items():
+                state = sessions.get(session_id)
+                agent = agents.get(state.agent_id if state is not None else "", OTHER)
+                findings[(detector, label(level_name), agent)] += count
+            actions = dict(self._actions)
+            dry_run = dict(self._dry_run)
+        return MetricsSnapshot(
+            taken_at=now, findings=dict(findings), actions=actions, dry_run_actions=dry_run,
+            states=dict(states), sessions=tuple(kept), other=other,
+            other_count=max(0, len(candidates) - self.max_sessions), active=len(candidates),
+            tokens=_by_label(tokens, agents), tool_calls=_by_label(tool_calls, agents),
+            sources=self._sources(), polls=self._polls, last_poll=self._last_poll,
+            build_seconds=time.perf_counter() - started)
+
+    def _current_findings(self, state) -> tuple[list, int]:
+        """The session's current findings and worst level, cached until it changes."""
+        version = (state.findings_total, state.tool_calls, state.last_ts)
+        cached = self._current.get(state.session_id)
+        if cached is not None and cached[0] == version:
+            return cached[1], cached[2]
+        current = SnapshotBuilder._current_findings(state)
+        level = max((LEVEL_VALUE.get(f.level, 0) for f in current), default=0)
+        self._current[state.session_id] = (version, current, level)
+        return current, level
+
+    def _sources(self) -> tuple[SourceSample, ...]:
+        by_kind: dict[str, list] = {}
+        for source in self.monitor.sources.sources:
+            row = by_kind.setdefault(source.kind, [0, 0, 0, 0])
+            row[0] += 1
+            row[1] += source.events
+            row[2] += source.errors
+            row[3] += int(getattr(source, "backlog_bytes", 0) or 0)
+        return tuple(SourceSample(label(kind), *row, self._last_event.get(kind))
+                     for kind, row in sorted(by_kind.items()))
+
+
+def _agent_labels(tokens: Counter) -> dict[str, str]:
+    """Label value of each agent id: the ``MAX_AGENTS`` heaviest by tokens keep their own."""
+    ranked = sorted(tokens, key=lambda agent: (-tokens[agent], agent))
+    out: dict[str, str] = {}
+    seen: set = set()
+    for agent in ranked[:MAX_AGENTS]:
+        out[agent] = _unique((label(agent),), seen)[0]
+    return out
+
+
+def _by_label(values: Counter, agents: dict[str, str]) -> dict[str, int]:
+    out: Counter = Counter()
+    for agent, value in values.items():
+        out[agents.get(agent, OTHER)] += value
+    return dict(out)
+
+
+def _unique(labels: tuple[str, ...], seen: set) -> tuple[str, ...]:
+    """``labels``, its first value suffixed ``~2``, ``~3``… until unseen (and not the
+    aggregate's own ``_other``); then marked seen."""
+    candidate, n = labels, 1
+    while candidate in seen or candidate[0] == OTHER:
+        n += 1
+        suffix = f"~{n}"
+        candidate = (labels[0][:LABEL_CHARS - len(suffix)] + suffix, *labels[1:])
+    seen.add(candidate)
+    return candidate
+
+
+# ------------------------------------------------------------------ the exporter
+
+
+class ClawwatchCollector:
+    """A ``prometheus_client`` collector reading a fresh ``MetricsSnapshot`` per scrape."""
+
+    def __init__(self, hub: MetricsHub) -> None:
+        self.hub = hub
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        snap = self.hub.snapshot()
+        build = GaugeMetricFamily("clawwatch_build_info", "clawwatch version (always 1)",
+                                  labels=["version"])
+        build.add_metric([__version__], 1)
+        yield build
+
+        findings = CounterMetricFamily(
+            "clawwatch_findings", "Findings reported, by detector, level and agent",
+            labels=["detector", "level", "agent"])
+        for labels, count in sorted(snap.findings.items()):
+            findings.add_metric(list(labels), count)
+        yield findings
+
+        actions = CounterMetricFamily("clawwatch_actions",
+                                      "Stops and kills performed (ok: whether they worked)",
+                                      labels=["action", "ok"])
+        for labels, count in sorted(snap.actions.items()):
+            actions.add_metric(list(labels), count)
+        yield actions
+        dry = CounterMetricFamily("clawwatch_dry_run_actions",
+                                  "Actions the policy would have taken (actions.mode dry-run)",
+                                  labels=["action"])
+        for action, count in sorted(snap.dry_run_actions.items()):
+            dry.add_metric([action], count)
+        yield dry
+
+        sessions = GaugeMetricFamily("clawwatch_sessions", "Known sessions by state",
+                                     labels=["state"])
+        for name in STATES:
+            sessions.add_metric([name], snap.states.get(name, 0))
+        yield sessions
+        yield GaugeMetricFamily(
+            "clawwatch_active_sessions",
+            "Sessions with an event within metrics.session_lookback_seconds, not ended",
+            value=snap.active)
+        yield GaugeMetricFamily(
+            "clawwatch_sessions_aggregated",
+            "Active sessions beyond metrics.max_sessions, summed into session_key=\"_other\"",
+            value=snap.other_count)
+
+        per_session = [*snap.sessions, *([snap.other] if snap.other else [])]
+        level = GaugeMetricFamily("clawwatch_session_level",
+                                  "Worst current finding of an active session: 0 ok, "
+                                  "1 warning, 2 critical", labels=["session_key", "agent"])
+        tokens = GaugeMetricFamily("clawwatch_session_tokens",
+                                   "Tokens an active session used (input + output + cache)",
+                                   labels=["session_key", "agent"])
+        burn = GaugeMetricFamily("clawwatch_session_burn_tokens_per_minute",
+                                 "An active session's token burn over the burn_rate window",
+                                 labels=["session_key", "agent"])
+        budget = GaugeMetricFamily("clawwatch_session_token_budget",
+                                   "An active session's token budget (budgets.session_tokens)",
+                                   labels=["session_key", "agent"])
+        calls = GaugeMetricFamily("clawwatch_session_tool_calls",
+                                  "Tool calls an active session made",
+                                  labels=["session_key", "agent"])
+        for sample in per_session:
+            labels = [sample.session_key, sample.agent]
+            level.add_metric(labels, sample.level)
+            tokens.add_metric(labels, sample.tokens)
+            burn.add_metric(labels, round(sample.burn_per_minute, 3))
+            calls.add_metric(labels, sample.tool_calls)
+            if sample.budget:
+                budget.add_metric(labels, sample.budget)
+        yield from (level, tokens, burn, budget, calls)
+
+        agent_tokens = CounterMetricFamily("clawwatch_tokens",
+                                           "Tokens used by every known session, by agent",
+                                           labels=["agent"])
+        for agent, value in sorted(snap.tokens.items()):
+            agent_tokens.add_metric([agent], value)
+        yield agent_tokens
+        agent_calls = CounterMetricFamily("clawwatch_tool_calls",
+                                          "Tool calls made in every known session, by agent",
+                                          labels=["agent"])
+        for agent, value in sorted(snap.tool_calls.items()):
+            agent_calls.add_metric([agent], value)
+        yield agent_calls
+
+        count = GaugeMetricFamily("clawwatch_sources", "Sources read, by kind", labels=["kind"])
+        events = CounterMetricFamily("clawwatch_source_events", "Events read, by source kind",
+                                     labels=["kind"])
+        errors = CounterMetricFamily("clawwatch_source_errors",
+                                     "Records or files that could not be read, by source kind",
+                                     labels=["kind"])
+        backlog = GaugeMetricFamily("clawwatch_source_backlog_bytes",
+                                    "Bytes known readable but not read yet, by source kind",
+                                    labels=["kind"])
+        last = GaugeMetricFamily("clawwatch_source_last_event_timestamp_seconds",
+                                 "When clawwatch last read an event from a source of this "
+                                 "kind (Unix time)", labels=["kind"])
+        for source in snap.sources:
+            count.add_metric([source.kind], source.sources)
+            events.add_metric([source.kind], source.events)
+            errors.add_metric([source.kind], source.errors)
+            backlog.add_metric([source.kind], source.backlog_bytes)
+            if source.last_event is not None:
+                last.add_metric([source.kind], source.last_event)
+        yield from (count, events, errors, backlog, last)
+
+        yield CounterMetricFamily("clawwatch_polls", "Steps of the live loop", value=snap.polls)
+        poll = GaugeMetricFamily("clawwatch_last_poll_timestamp_seconds",
+                                 "When the live loop last finished a step (Unix time)")
+        if snap.last_poll is not None:
+            poll.add_metric([], snap.last_poll)
+        yield poll
+        yield GaugeMetricFamily("clawwatch_scrape_build_seconds",
+                                "Time taken to read the state for this scrape",
+                                value=snap.build_seconds)
+
+
+class MetricsServer:
+    """The HTTP endpoint (``/metrics``) of one hub; ``close()`` stops it."""
+
+    def __init__(self, hub: MetricsHub, listen: str) -> None:
+        from prometheus_client import CollectorRegistry, start_http_server
+        from prometheus_client.gc_collector import GCCollector
+        from prometheus_client.platform_collector import PlatformCollector
+        from prometheus_client.process_collector import ProcessCollector
+
+        host, port = parse_listen(listen)
+        self.hub = hub
+        self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        self.registry.register(ClawwatchCollector(hub))
+        try:
+            self.httpd, self.thread = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            raise MetricsListenError(f"{listen}: cannot listen: {exc.strerror or exc}") \
+                from None
+        self.host, self.port = host, self.httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/metrics"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+def start_metrics(monitor, listen: str, *, max_sessions: int = DEFAULT_MAX_SESSIONS,
+                  lookback_seconds: float = DEFAULT_LOOKBACK_SECONDS
+                  ) -> tuple[MetricsHub, MetricsServer]:
+    """A hub on ``monitor`` and its endpoint on ``listen`` (raises ``MetricsListenError``)."""
+    hub = MetricsHub(monitor, max_sessions=max_sessions, lookback_seconds=lookback_seconds)
+    return hub, MetricsServer(hub, listen)
