@@ -3,27 +3,67 @@
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import os
 import signal
 import sys
 
 from monitor import __version__
 from monitor.discovery import DiscoveryError, discover, require_something
+from monitor.display import json_dumps, printable
 
 
 class SetupError(Exception):
     """Bad setup: printed as is, exit code 2."""
 
 
-def _add_discovery_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--state-dir", help="OpenClaw state dir (default: $OPENCLAW_STATE_DIR, "
-                                            "~/.openclaw)")
-    parser.add_argument("--profile", help="use ~/.openclaw-<profile>")
-    parser.add_argument("--log", help="gateway log file (default: logging.file, or the newest "
-                                      "/tmp/openclaw/openclaw-*.log)")
-    parser.add_argument("--gateway", help="gateway URL, ws://HOST:PORT")
-    parser.add_argument("--config", help="clawwatch config file")
+# Global options: given before the sub-command (``clawwatch --act off demo``) or after it
+# (``clawwatch demo --act off``), they mean the same; given in both places, the one after
+# the sub-command wins. The top-level parser defines each with default None; a sub-command
+# defines the ones it uses with default SUPPRESS, so that its namespace, which argparse
+# copies over the top-level one, only holds those given after it. A global option a
+# sub-command does not use is refused (exit 2), never silently dropped.
+GLOBAL_OPTIONS: dict[str, tuple[str, dict]] = {
+    "state_dir": ("--state-dir", {"help": "OpenClaw state dir (default: $OPENCLAW_STATE_DIR, "
+                                          "~/.openclaw)"}),
+    "profile": ("--profile", {"help": "use ~/.openclaw-<profile>"}),
+    "log": ("--log", {"help": "gateway log file (default: logging.file, or the newest "
+                              "/tmp/openclaw/openclaw-*.log)"}),
+    "gateway": ("--gateway", {"help": "gateway URL, ws://HOST:PORT"}),
+    "config": ("--config", {"help": "clawwatch config file"}),
+    "theme": ("--theme", {"help": "dashboard theme name"}),
+    "act": ("--act", {"choices": ("off", "dry-run", "auto"),
+                      "help": "action mode (default: actions.mode in the config)"}),
+    "metrics": ("--metrics", {"metavar": "HOST:PORT", "help": (
+        "serve Prometheus/OpenMetrics at http://HOST:PORT/metrics (default: metrics.listen "
+        "in the config; keep it on loopback, e.g. 127.0.0.1:9464)")}),
+}
+DISCOVERY = ("state_dir", "profile", "log", "gateway", "config")
+#: The global options each sub-command uses (None: the dashboard, which uses them all).
+USES: dict[str | None, tuple[str, ...]] = {
+    None: tuple(GLOBAL_OPTIONS),
+    "replay": DISCOVERY,
+    "watch": (*DISCOVERY, "act", "theme", "metrics"),
+    "demo": ("config", "act", "theme", "metrics"),
+    "stop": DISCOVERY,
+    "config": ("config",),
+}
+
+
+def _add_global_options(parser: argparse.ArgumentParser, names: tuple[str, ...], *,
+                        top: bool = False) -> None:
+    for name in names:
+        flag, options = GLOBAL_OPTIONS[name]
+        parser.add_argument(flag, dest=name, default=None if top else argparse.SUPPRESS,
+                            **options)
+
+
+def _refuse_unused_globals(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Exit 2 naming a global option the sub-command would ignore."""
+    used = USES.get(args.command, tuple(GLOBAL_OPTIONS))
+    for name, (flag, _) in GLOBAL_OPTIONS.items():
+        if name not in used and getattr(args, name, None) is not None:
+            parser.error(f"{flag} does not apply to 'clawwatch {args.command}'")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,14 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="clawwatch",
         description="Watch OpenClaw sessions for tool-call loops and token burn, and stop them.")
     parser.add_argument("--version", action="version", version=f"clawwatch {__version__}")
-    _add_discovery_flags(parser)
-    parser.add_argument("--theme", help="dashboard theme name")
-    parser.add_argument("--act", choices=("off", "dry-run", "auto"),
-                        help="action mode (default: actions.mode in the config)")
+    _add_global_options(parser, tuple(GLOBAL_OPTIONS), top=True)
     commands = parser.add_subparsers(dest="command")
 
     replay = commands.add_parser("replay", help="read history to the end and report")
-    _add_discovery_flags(replay)
+    _add_global_options(replay, USES["replay"])
     replay.add_argument("paths", nargs="*", metavar="PATH",
                         help="agent DBs, sessions dirs, transcripts or gateway logs")
     replay.add_argument("--json", action="store_true", help="print one JSON document")
@@ -46,11 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also read *.jsonl.reset.* / *.jsonl.deleted.* archives")
 
     watch = commands.add_parser("watch", help="follow live and print findings")
-    _add_discovery_flags(watch)
+    _add_global_options(watch, USES["watch"])
     watch.add_argument("--headless", action="store_true", help="no dashboard: print lines")
     watch.add_argument("--json", action="store_true", help="JSON lines")
     watch.add_argument("--seconds", type=float, help="stop after N seconds")
-    watch.add_argument("--act", choices=("off", "dry-run", "auto"), help="action mode")
     watch.add_argument("--from-start", action="store_true",
                        help="report history too (default: catch up silently, then go live)")
     watch.add_argument("--checkpoint", help="checkpoint file (default: per-user state dir)")
@@ -60,18 +96,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="safety-net poll interval in seconds (default 1)")
 
     demo = commands.add_parser("demo", help="simulated looping sessions, watched live")
-    demo.add_argument("--config", help="clawwatch config file")
+    _add_global_options(demo, USES["demo"])
     demo.add_argument("--headless", action="store_true", help="no dashboard: print lines")
     demo.add_argument("--json", action="store_true", help="JSON lines")
     demo.add_argument("--seconds", type=float, help="stop after N seconds")
     demo.add_argument("--legacy", action="store_true", help="write legacy JSONL, not SQLite")
-    demo.add_argument("--act", choices=("off", "dry-run", "auto"), help="action mode")
-    demo.add_argument("--theme", help="dashboard theme name")
     demo.add_argument("--rate", type=float,
                       help="simulated model turns per second, all sessions together (default 8)")
 
     stop = commands.add_parser("stop", help="abort a session's active run through the gateway")
-    _add_discovery_flags(stop)
+    _add_global_options(stop, USES["stop"])
     stop.add_argument("session_key", metavar="SESSION_KEY")
     stop.add_argument("--kill", action="store_true", help="also kill the run's exec processes")
     stop.add_argument("--method", choices=("abort", "stop-text", "cli"),
@@ -82,7 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     config = commands.add_parser("config", help="configuration tools")
     config_commands = config.add_subparsers(dest="config_command")
     check = config_commands.add_parser("check", help="validate a config file")
-    check.add_argument("file", nargs="?")
+    check.add_argument("file", nargs="?", help="the file to check (default: --config, "
+                                               "$CLAWWATCH_CONFIG, the user config)")
+    _add_global_options(check, USES["config"])
     return parser
 
 
@@ -96,7 +132,7 @@ def _load_config(path: str | None, env=None):
     except ConfigError as exc:
         raise SetupError("\n".join(exc.errors)) from None
     for warning in config.warnings:
-        print(f"clawwatch: warning: {warning}", file=sys.stderr)
+        print(printable(f"clawwatch: warning: {warning}"), file=sys.stderr)
     return config
 
 
@@ -106,6 +142,26 @@ def _engine(config):
     return DetectionEngine(config)
 
 
+def _start_metrics(args, config, monitor):
+    """``(hub, server)`` of ``--metrics`` (or ``metrics.listen``), or ``(None, None)``.
+    ``monitor`` may be None (the dashboard's is made later, in its ingest thread)."""
+    from monitor.config_sections import MetricsConfig
+
+    settings = config.metrics if config is not None else MetricsConfig()
+    listen = getattr(args, "metrics", None) or settings.listen
+    if not listen:
+        return None, None
+    from monitor.metrics import MetricsListenError, start_metrics
+
+    try:
+        hub, server = start_metrics(monitor, listen, max_sessions=settings.max_sessions,
+                                    lookback_seconds=settings.session_lookback_seconds)
+    except MetricsListenError as exc:
+        raise SetupError(f"clawwatch: metrics: {exc}") from None
+    print(f"clawwatch: metrics at {server.url}", file=sys.stderr, flush=True)
+    return hub, server
+
+
 def _discover(args) -> object:
     found = discover(state_dir=args.state_dir, profile=args.profile, log=args.log,
                      gateway=args.gateway)
@@ -113,15 +169,24 @@ def _discover(args) -> object:
 
 
 def _emit(records: list[dict], as_json: bool, out=sys.stdout) -> None:
+    from monitor.redaction import redact_record
+
     for record in records:
+        record = redact_record(record)  # every output: secrets masked (issue 10)
         if as_json:
-            out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            out.write(json_dumps(record, default=str) + "\n")
         else:
             out.write(_human_line(record) + "\n")
     out.flush()
 
 
 def _human_line(record: dict) -> str:
+    """One record as one line of plain text; data in it made printable (one line, no
+    control character reaches the terminal)."""
+    return printable(_human_text(record))
+
+
+def _human_text(record: dict) -> str:
     kind = record["type"]
     if kind == "finding":
         return (f"{record['ts']} {record['level'].upper():8} {record['key']} "
@@ -169,10 +234,12 @@ def cmd_replay(args) -> int:
         if total == previous and not sources.behind:
             break
         previous = total
-    document = monitor.report()
+    from monitor.redaction import redact_record
+
+    document = redact_record(monitor.report())
     sources.close()
     if args.json:
-        sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_dumps(document) + "\n")
     else:
         _print_replay_table(document)
     return 0
@@ -180,23 +247,25 @@ def cmd_replay(args) -> int:
 
 def _print_replay_table(document: dict) -> None:
     for source in document["sources"]:
-        print(f"{source['kind']:12} {source['events']:>9} events {source['errors']:>5} errors  "
-              f"{source['path']}")
+        print(printable(f"{source['kind']:12} {source['events']:>9} events "
+                        f"{source['errors']:>5} errors  {source['path']}"))
     for session in document["sessions"]:
         tokens = session["tokens"]
         worst = max((f["level"] for f in session["findings"]), default="-",
                     key=lambda level: {"warning": 1, "critical": 2}.get(level, 0))
-        print(f"{session['key']:40} {session['status'] or '-':8} calls={session['tool_calls']:<5}"
-              f" in={tokens['input']:<9} out={tokens['output']:<7} worst={worst}")
+        print(printable(f"{session['key']:40} {session['status'] or '-':8} "
+                        f"calls={session['tool_calls']:<5} in={tokens['input']:<9} "
+                        f"out={tokens['output']:<7} worst={worst}"))
 
 
 def cmd_watch(args) -> int:
     from monitor.act.loop import build_action_loop
-    from monitor.live import run_live
+    from monitor.live import install_stop_signals, run_live
     from monitor.pipeline import Monitor
     from monitor.sources.checkpoint import CheckpointStore, default_checkpoint_path
     from monitor.sources.sourceset import SourceSet
 
+    stop = install_stop_signals()       # a signal during setup ends the loop at its start
     found = _discover(args)
     try:
         require_something(found)
@@ -211,13 +280,22 @@ def cmd_watch(args) -> int:
     sources = SourceSet(state_dir=found.state_dir, log_path=found.log_path, resume=resume,
                         rolling_log_dirs=tuple(found.log_dirs) if found.log_is_rolling else ())
     monitor = Monitor(sources, _engine(config))
+    try:
+        hub, server = _start_metrics(args, config, monitor)
+    except SetupError:
+        sources.close()
+        raise
+    printer = functools.partial(_emit, as_json=args.json)
     actions = build_action_loop(monitor, found, config, mode=args.act, gateway_url=args.gateway)
     try:
-        run_live(monitor, actions.wrap_emit(lambda records: _emit(records, args.json)),
+        run_live(monitor, actions.wrap_emit(hub.wrap_emit(printer) if hub else printer),
                  seconds=args.seconds, poll_seconds=args.poll, store=store,
-                 catch_up_quietly=resume is None and not args.from_start)
+                 catch_up_quietly=resume is None and not args.from_start, stop=stop,
+                 step=hub.step if hub else None)
     finally:
         _emit(actions.close(), args.json)
+        if server is not None:
+            server.close()
         sources.close()
     return 0
 
@@ -233,18 +311,23 @@ def cmd_demo(args) -> int:
 
     stop = install_stop_signals()
     world = DemoWorld(era="legacy" if args.legacy else "sqlite", rate=args.rate).start()
-    actions = sources = None
+    actions = sources = server = None
     try:
         config = _load_config(args.config, env=world.config_env())
         sources = SourceSet(state_dir=str(world.state_dir), log_path=str(world.log_path))
         monitor = Monitor(sources, _engine(config))
+        hub, server = _start_metrics(args, config, monitor)
+        printer = functools.partial(_emit, as_json=args.json)
         actions = build_action_loop(monitor, world.discovered(), config, mode=args.act,
                                     controller=world.controller(config))
-        run_live(monitor, actions.wrap_emit(lambda records: _emit(records, args.json)),
-                 seconds=args.seconds, poll_seconds=0.5, catch_up_quietly=False, stop=stop)
+        run_live(monitor, actions.wrap_emit(hub.wrap_emit(printer) if hub else printer),
+                 seconds=args.seconds, poll_seconds=0.5, catch_up_quietly=False, stop=stop,
+                 step=hub.step if hub else None)
     finally:
         if actions is not None:
             _emit(actions.close(), args.json)
+        if server is not None:
+            server.close()
         if sources is not None:
             sources.close()
         world.close()
@@ -265,16 +348,22 @@ def cmd_dashboard(args) -> int:
         except DiscoveryError as exc:
             raise SetupError(str(exc)) from None
         options = _dashboard_actions(found, config, getattr(args, "act", None), args.gateway)
+    hub, server = _start_metrics(args, config, None)
     try:
-        app = build_app(args, config=config, **options)
-    except DiscoveryError as exc:
-        raise SetupError(str(exc)) from None
-    except ConfigError as exc:
-        raise SetupError("\n".join(exc.errors)) from None
-    if config is None:      # the demo: quit cleanly (temp dir, children) when told to
-        for signum in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            app = build_app(args, config=config, metrics=hub, **options)
+        except DiscoveryError as exc:
+            raise SetupError(str(exc)) from None
+        except ConfigError as exc:
+            raise SetupError("\n".join(exc.errors)) from None
+        # Quit cleanly when told to: the terminal restored, the ingest thread stopped (and
+        # for the demo its temp dir and children removed).
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(signum, lambda number, frame: app.exit())
-    app.run()
+        app.run()
+    finally:
+        if server is not None:
+            server.close()
     return app.return_code or 0
 
 
@@ -298,12 +387,16 @@ def cmd_config(args) -> int:
         raise SetupError("usage: clawwatch config check [FILE]")
     from monitor.config import check_config_main
 
-    return check_config_main(args.file)
+    if args.file and args.config and args.file != args.config:
+        raise SetupError(f"clawwatch config check: two files given: {args.file} and "
+                         f"--config {args.config}")
+    return check_config_main(args.file or args.config)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _refuse_unused_globals(parser, args)
     handlers = {None: cmd_dashboard, "replay": cmd_replay, "watch": cmd_watch, "demo": cmd_demo,
                 "stop": cmd_stop, "config": cmd_config}
     try:
@@ -311,10 +404,14 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_dashboard(args)
         return handlers[args.command](args)
     except SetupError as exc:
-        print(str(exc), file=sys.stderr)
+        from monitor.redaction import redact_text
+
+        print(printable(redact_text(str(exc)), keep_newlines=True), file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:       # SIGINT where no handler of ours runs (replay, setup)
+        return 130
 
 
 if __name__ == "__main__":

@@ -8,12 +8,20 @@ environment variables ``CLAWWATCH_<SECTION>__<KEY>[__<KEY>…]`` whose values ar
 YAML scalars. ``agents.<agentId>.<section>`` overrides are merged field by
 field (nested maps too) over the global sections. Every error is reported as
 ``FILE:dotted.key: message``.
+
+Any input is refused cheaply rather than loaded at any cost (``monitor.safe_yaml``): the
+file must be a regular file of at most 1 MiB of UTF-8; YAML nesting, nodes and aliases
+are bounded; duplicate keys are errors; every number must be finite and within its
+field's ``min``/``max`` (``monitor.config_sections``), in the file and in ``$CLAWWATCH_*``
+alike, so a loaded ``Config`` cannot overflow anything downstream.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
+import math
 import os
 import sys
 import types
@@ -25,6 +33,7 @@ from typing import Any, Literal
 
 import yaml
 
+from monitor import safe_yaml
 from monitor.config_sections import (
     AGENT_SECTIONS,
     SECTIONS,
@@ -33,17 +42,19 @@ from monitor.config_sections import (
     BudgetsConfig,
     DetectionConfig,
     GatewayConfig,
+    MetricsConfig,
     UiConfig,
 )
 
 DEFAULTS_LABEL = "(built-in defaults)"
+MAX_ERROR_CHARS = 1000       # one error line; a hostile key or value cannot flood the terminal
 
 
 class ConfigError(Exception):
     """A config that cannot be used; ``errors`` holds every ``FILE:key: message`` line."""
 
     def __init__(self, errors: list[str]) -> None:
-        errors = [_one_line(error) for error in errors]
+        errors = [_cap(_one_line(error)) for error in errors]
         super().__init__("\n".join(errors))
         self.errors = errors
 
@@ -56,6 +67,21 @@ def _one_line(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def _cap(text: str) -> str:
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    return f"{text[:MAX_ERROR_CHARS]}… ({len(text) - MAX_ERROR_CHARS} more characters)"
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters (a value may be a 1 MiB string)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**limit:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value) if not isinstance(value, (dict, list)) or len(value) < 50 \
+        else f"a {type(value).__name__} of {len(value)} items"
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 @dataclass(frozen=True)
 class Config:
     detection: DetectionConfig = field(default_factory=DetectionConfig)
@@ -64,6 +90,7 @@ class Config:
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     ui: UiConfig = field(default_factory=UiConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     agents: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = DEFAULTS_LABEL
     warnings: tuple[str, ...] = ()
@@ -90,8 +117,9 @@ class Config:
 
 # --------------------------------------------------------------------------- validation
 
+@functools.cache
 def _type_hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    return typing.get_type_hints(cls)     # slow; a config with many agents asks it often
 
 
 def _describe(hint: Any) -> str:
@@ -132,7 +160,7 @@ def _coerce(value: Any, hint: Any, key: str, label: str, errors: list[str],
         if value is False and "off" in options:
             value = "off"
         if value not in options:
-            fail(f"must be {_describe(hint)}; got {value!r}")
+            fail(f"must be {_describe(hint)}; got {_show(value)}")
             return options[0]
         return value
     if origin is tuple:
@@ -158,27 +186,39 @@ def _coerce(value: Any, hint: Any, key: str, label: str, errors: list[str],
         return result
     if hint is bool:
         if not isinstance(value, bool):
-            fail(f"must be true or false, got {value!r}")
+            fail(f"must be true or false, got {_show(value)}")
             return False
         return value
     if hint in (int, float):
         ok = isinstance(value, (int, float)) if hint is float else isinstance(value, int)
         if isinstance(value, bool) or not ok:
-            fail(f"must be {_describe(hint)}, got {value!r}")
+            fail(f"must be {_describe(hint)}, got {_show(value)}")
             return hint(0)
-        minimum = meta.get("min", 0)
+        if isinstance(value, float) and not math.isfinite(value):
+            fail(f"must be a finite number, got {value!r}")
+            return hint(meta.get("min", 0))
+        minimum, maximum = meta.get("min", 0), meta.get("max")
         if value < minimum:
-            fail(f"must be >= {minimum}, got {value!r}")
+            fail(f"must be >= {_number(minimum)}, got {_show(value)}")
+            return hint(minimum)
+        if maximum is not None and value > maximum:
+            fail(f"must be <= {_number(maximum)}, got {_show(value)}")
+            return hint(maximum)
         return hint(value)
     if hint is str:
         if not isinstance(value, str):
-            fail(f"must be a string, got {value!r}")
+            fail(f"must be a string, got {_show(value)}")
             return ""
         problem = meta.get("check", lambda _v: None)(value)
         if problem:
             fail(problem)
         return value
     return value
+
+
+def _number(bound: float) -> str:
+    """A bound as written in config.yaml: ``1000000``, ``0.5``, ``527040``."""
+    return str(int(bound)) if float(bound).is_integer() else str(bound)
 
 
 def _build(cls: type, raw: Mapping[str, Any], path: str, label: str, errors: list[str]) -> Any:
@@ -188,11 +228,15 @@ def _build(cls: type, raw: Mapping[str, Any], path: str, label: str, errors: lis
     for key, value in raw.items():
         dotted = f"{path}.{key}" if path else str(key)
         if key not in known:
-            close = difflib.get_close_matches(str(key), list(known), n=1)
+            close = difflib.get_close_matches(str(key)[:100], list(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             errors.append(f"{label}:{dotted}: unknown key{hint}")
             continue
         meta = known[key].metadata
+        limit = meta.get("max_items")
+        if limit is not None and isinstance(value, list) and len(value) > limit:
+            errors.append(f"{label}:{dotted}: more than {limit} items ({len(value)})")
+            continue
         if meta.get("check") and typing.get_origin(hints[key]) is tuple:
             for index, item in enumerate(value if isinstance(value, list) else []):
                 problem = meta["check"](item) if isinstance(item, str) else None
@@ -208,23 +252,37 @@ def _build(cls: type, raw: Mapping[str, Any], path: str, label: str, errors: lis
 
 
 def _clamp_pair(section: Any, low: str, high: str, where: str, label: str,
-                warnings: list[str], step: float = 1) -> Any:
+                warnings: list[str], step: float = 1, errors: list[str] | None = None) -> Any:
     low_value, high_value = getattr(section, low), getattr(section, high)
+    if low_value is None or high_value is None:  # a level that is off (e.g. null critical)
+        return section
     if high_value <= low_value:
         fixed = low_value + step
+        maximum = _field_meta(section, high).get("max")
+        if maximum is not None and fixed > maximum:   # no room: an error, not a clamp
+            if errors is not None:
+                errors.append(f"{label}:{where}.{low}: {low_value} leaves no room for {high} "
+                              f"above it (at most {_number(maximum)})")
+            return section
         warnings.append(f"{label}:{where}.{high}: {high_value} is not above {low} "
                         f"({low_value}); using {fixed}")
         section = dataclasses.replace(section, **{high: type(high_value)(fixed)})
     return section
 
 
-def _clamp(sections: dict[str, Any], label: str, prefix: str) -> list[str]:
+def _field_meta(section: Any, name: str) -> Mapping[str, Any]:
+    return next(f.metadata for f in dataclasses.fields(section) if f.name == name)
+
+
+def _clamp(sections: dict[str, Any], label: str, prefix: str,
+           errors: list[str] | None = None) -> list[str]:
     warnings: list[str] = []
     det = sections["detection"]
     where = f"{prefix}detection"
-    det = _clamp_pair(det, "warning_threshold", "critical_threshold", where, label, warnings)
+    det = _clamp_pair(det, "warning_threshold", "critical_threshold", where, label, warnings,
+                      errors=errors)
     det = _clamp_pair(det, "critical_threshold", "global_circuit_breaker_threshold", where,
-                      label, warnings)
+                      label, warnings, errors=errors)
     pairs = {
         "session_no_progress": ("warning_threshold", "critical_threshold", 1),
         "turn_failures": ("warning_threshold", "critical_threshold", 1),
@@ -235,7 +293,7 @@ def _clamp(sections: dict[str, Any], label: str, prefix: str) -> list[str]:
     }
     for name, (low, high, step) in pairs.items():
         sub = _clamp_pair(getattr(det, name), low, high, f"{where}.{name}", label, warnings,
-                          step)
+                          step, errors)
         det = dataclasses.replace(det, **{name: sub})
     sections["detection"] = det
     budgets = sections["budgets"]
@@ -259,7 +317,7 @@ def _build_sections(raw: Mapping[str, Any], label: str, errors: list[str], prefi
             errors.append(f"{label}:{prefix}{name}: must be a mapping")
             value = {}
         sections[name] = _build(cls, value, f"{prefix}{name}", label, errors)
-    return sections, _clamp(sections, label, prefix)
+    return sections, _clamp(sections, label, prefix, errors)
 
 
 def _validate_layer(raw: Any, label: str, errors: list[str]) -> dict[str, Any]:
@@ -273,7 +331,7 @@ def _validate_layer(raw: Any, label: str, errors: list[str]) -> dict[str, Any]:
         if key == "agents":
             _validate_agents(value, label, errors)
         elif key not in SECTIONS:
-            close = difflib.get_close_matches(str(key), [*SECTIONS, "agents"], n=1)
+            close = difflib.get_close_matches(str(key)[:100], [*SECTIONS, "agents"], n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             errors.append(f"{label}:{key}: unknown section{hint}")
         elif value is not None and not isinstance(value, dict):
@@ -318,7 +376,12 @@ def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[st
 
 # ------------------------------------------------------------------------------ loading
 
-def _env_layers(env: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
+def _env_layers(env: Mapping[str, str], errors: list[str] | None = None
+                ) -> list[tuple[str, dict[str, Any]]]:
+    """One layer per ``CLAWWATCH_<SECTION>__<KEY>…`` variable. Its value is read as YAML
+    under the same bounds as the file; a value that is not YAML at all is taken as a
+    string (``must be …`` errors follow), a refused one (a bound, a duplicate key, not
+    UTF-8) is an error of its own."""
     layers = []
     for name in sorted(env):
         if not name.startswith("CLAWWATCH_") or "__" not in name:
@@ -327,7 +390,14 @@ def _env_layers(env: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
         if any(not p for p in parts):
             continue
         try:
-            value = yaml.safe_load(env[name]) if env[name].strip() else None
+            value = safe_yaml.load_yaml(env[name]) if env[name].strip() else None
+        except safe_yaml.YamlRefused as exc:
+            key, message = safe_yaml.describe_yaml_error(exc)
+            dotted = ".".join(parts) + ("" if key == "(yaml)" else
+                                        ("" if key.startswith("[") else ".") + key)
+            if errors is not None:
+                errors.append(f"${name}:{dotted}: {message}")
+            continue
         except yaml.YAMLError:
             value = env[name]
         nested: dict[str, Any] = value
@@ -349,8 +419,10 @@ def resolve_config_path(path: str | None, env: Mapping[str, str] = os.environ
 
 
 def _read_file(path: str, required: bool, errors: list[str]) -> Any:
+    """The parsed file, or None with an error: it must be a regular file (a FIFO or a
+    device is refused without blocking) of at most 1 MiB of UTF-8, and bounded YAML."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = safe_yaml.decode_utf8(safe_yaml.read_regular_file(path))
     except FileNotFoundError:
         if required:
             errors.append(f"{path}:(file): no such file")
@@ -358,13 +430,14 @@ def _read_file(path: str, required: bool, errors: list[str]) -> Any:
     except OSError as exc:
         errors.append(f"{path}:(file): cannot read: {exc.strerror or exc}")
         return None
+    except safe_yaml.InputRefused as exc:
+        errors.append(f"{path}:(file): {exc.message}")
+        return None
     try:
-        return yaml.safe_load(text)
+        return safe_yaml.load_yaml(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        errors.append(f"{path}:(yaml): invalid YAML{where}: {problem}")
+        key, message = safe_yaml.describe_yaml_error(exc)
+        errors.append(f"{path}:{key}: {message}")
         return None
 
 
@@ -379,7 +452,7 @@ def load_config(path: str | None = None, env: Mapping[str, str] = os.environ) ->
         if raw is not None or required:
             label = file_path
         merged = _deep_merge(merged, _validate_layer(raw, file_path, errors))
-    for env_label, layer in _env_layers(env):
+    for env_label, layer in _env_layers(env, errors):
         merged = _deep_merge(merged, _validate_layer(layer, env_label, errors))
     if errors:
         raise ConfigError(errors)
@@ -401,14 +474,16 @@ def load_config(path: str | None = None, env: Mapping[str, str] = os.environ) ->
 def check_config_main(path: str | None, env: Mapping[str, str] = os.environ,
                       out=None) -> int:
     """``clawwatch config check [FILE]``: 0 and ``OK: FILE``, or 2 and every error."""
+    from monitor.display import printable
+
     out = out or sys.stdout
     try:
         config = load_config(path, env)
     except ConfigError as exc:
         for line in exc.errors:
-            print(line, file=out)
+            print(printable(line), file=out)
         return 2
     for line in config.warnings:
-        print(f"warning: {line}", file=out)
-    print(f"OK: {config.source}", file=out)
+        print(printable(f"warning: {line}"), file=out)
+    print(printable(f"OK: {config.source}"), file=out)
     return 0

@@ -2,7 +2,9 @@
 
 The defaults here are the built-in layer (the repo's ``config.yaml`` documents them key by
 key). A field's ``metadata`` carries what the loader in ``monitor.config`` checks beyond
-its type: ``min`` (a lower bound) and ``check`` (a function returning an error or None).
+its type: ``min`` and ``max`` (inclusive bounds: every number has both, so no value can
+overflow a C long, a ``deque`` length or ``time.sleep``; floats must also be finite) and
+``check`` (a function returning an error or None).
 """
 
 from __future__ import annotations
@@ -21,14 +23,31 @@ AGENT_SECTIONS = ("detection", "budgets", "actions", "alerts")
 _TIME = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
 
 
+# Sane upper bounds: far above any real setting, far below 2**63.
+COUNT_MAX = 1_000_000              # repeats, streaks, thresholds, messages
+WINDOW_MAX = 10_000                # lengths of per-session windows kept in memory
+TOKENS_MAX = 10**15                # token counts and budgets
+SECONDS_MAX = 366 * 24 * 3600      # durations (a year)
+FACTOR_MAX = 1_000_000.0           # ratios and factors
+PERCENT_MAX = 10_000.0             # percentages of a budget
+REGEX_MAX_CHARS = 1000             # one extra normalisation pattern
+
+
+def _range(low: float, high: float) -> dict:
+    return {"min": low, "max": high}
+
+
 def _minimum(value: int) -> dict:
-    return {"min": value}
+    """A count of at least ``value`` (and at most ``COUNT_MAX``)."""
+    return _range(value, COUNT_MAX)
 
 
 def _check_regex(value: str) -> str | None:
+    if len(value) > REGEX_MAX_CHARS:
+        return f"regular expression longer than {REGEX_MAX_CHARS} characters"
     try:
         re.compile(value)
-    except re.error as exc:
+    except (re.error, RecursionError, OverflowError, ValueError) as exc:
         return f"invalid regular expression {value!r}: {exc}"
     return None
 
@@ -70,7 +89,7 @@ class DetectorSwitches:
 class SessionNoProgressConfig:
     warning_threshold: int = field(default=10, metadata=_minimum(1))
     critical_threshold: int = field(default=20, metadata=_minimum(1))
-    window: int = field(default=30, metadata=_minimum(1))
+    window: int = field(default=30, metadata=_range(1, WINDOW_MAX))
 
 
 DEFAULT_VOLATILE_KEYS = (
@@ -83,36 +102,38 @@ DEFAULT_VOLATILE_KEYS = (
 @dataclass(frozen=True)
 class NormalisationConfig:
     builtin_patterns: bool = True
-    extra_patterns: tuple[str, ...] = field(default=(), metadata={"check": _check_regex})
+    extra_patterns: tuple[str, ...] = field(default=(), metadata={"check": _check_regex,
+                                                                  "max_items": 200})
     volatile_keys: tuple[str, ...] = DEFAULT_VOLATILE_KEYS
 
 
 @dataclass(frozen=True)
 class BurnRateConfig:
-    window_seconds: int = field(default=300, metadata=_minimum(1))
+    window_seconds: int = field(default=300, metadata=_range(1, SECONDS_MAX))
     min_messages: int = field(default=3, metadata=_minimum(1))
-    warning_tokens_per_minute: int | None = None
-    critical_tokens_per_minute: int | None = None
-    eta_warning_minutes: float = 15.0
-    eta_critical_minutes: float = 5.0
+    warning_tokens_per_minute: int | None = field(default=None, metadata=_range(0, TOKENS_MAX))
+    critical_tokens_per_minute: int | None = field(default=None,
+                                                   metadata=_range(0, TOKENS_MAX))
+    eta_warning_minutes: float = field(default=15.0, metadata=_range(0, SECONDS_MAX / 60))
+    eta_critical_minutes: float = field(default=5.0, metadata=_range(0, SECONDS_MAX / 60))
 
 
 @dataclass(frozen=True)
 class DiminishingReturnsConfig:
-    min_delta_tokens: int = 500
+    min_delta_tokens: int = field(default=500, metadata=_range(0, TOKENS_MAX))
     min_continuations: int = field(default=3, metadata=_minimum(1))
     warning_streak: int = field(default=2, metadata=_minimum(1))
     critical_streak: int = field(default=4, metadata=_minimum(1))
-    continuation_prompt_max_chars: int = 40
+    continuation_prompt_max_chars: int = field(default=40, metadata=_range(0, COUNT_MAX))
 
 
 @dataclass(frozen=True)
 class ContextBloatConfig:
-    baseline_messages: int = field(default=3, metadata=_minimum(1))
-    warning_factor: float = 4.0
-    critical_factor: float = 8.0
-    min_input_tokens: int = 50_000
-    max_efficiency: float = 0.002
+    baseline_messages: int = field(default=3, metadata=_range(1, WINDOW_MAX))
+    warning_factor: float = field(default=4.0, metadata=_range(0, FACTOR_MAX))
+    critical_factor: float = field(default=8.0, metadata=_range(0, FACTOR_MAX))
+    min_input_tokens: int = field(default=50_000, metadata=_range(0, TOKENS_MAX))
+    max_efficiency: float = field(default=0.002, metadata=_range(0, FACTOR_MAX))
 
 
 @dataclass(frozen=True)
@@ -123,7 +144,7 @@ class TurnFailuresConfig:
 
 @dataclass(frozen=True)
 class PostCompactionConfig:
-    window_calls: int = field(default=3, metadata=_minimum(1))
+    window_calls: int = field(default=3, metadata=_range(1, WINDOW_MAX))
     warning_threshold: int = field(default=2, metadata=_minimum(1))
     critical_threshold: int = field(default=3, metadata=_minimum(1))
 
@@ -131,24 +152,25 @@ class PostCompactionConfig:
 @dataclass(frozen=True)
 class IterationBudgetConfig:
     warning_tool_calls: int = field(default=100, metadata=_minimum(1))
-    critical_tool_calls: int = field(default=200, metadata=_minimum(1))
+    # None: no critical. A long productive run is not a loop; the limit is the user's to set.
+    critical_tool_calls: int | None = field(default=None, metadata=_minimum(1))
 
 
 @dataclass(frozen=True)
 class HungProcessConfig:
-    warning_seconds: int = field(default=600, metadata=_minimum(1))
-    critical_seconds: int = field(default=1800, metadata=_minimum(1))
+    warning_seconds: int = field(default=600, metadata=_range(1, SECONDS_MAX))
+    critical_seconds: int = field(default=1800, metadata=_range(1, SECONDS_MAX))
 
 
 @dataclass(frozen=True)
 class DetectionConfig:
     enabled: bool = True
-    history_size: int = field(default=30, metadata=_minimum(1))
+    history_size: int = field(default=30, metadata=_range(1, WINDOW_MAX))
     warning_threshold: int = field(default=10, metadata=_minimum(1))
     critical_threshold: int = field(default=20, metadata=_minimum(1))
     global_circuit_breaker_threshold: int = field(default=30, metadata=_minimum(1))
     unknown_tool_threshold: int = field(default=10, metadata=_minimum(1))
-    warning_bucket_size: int = 10
+    warning_bucket_size: int = field(default=10, metadata=_range(0, COUNT_MAX))
     detectors: DetectorSwitches = DetectorSwitches()
     session_no_progress: SessionNoProgressConfig = SessionNoProgressConfig()
     normalisation: NormalisationConfig = NormalisationConfig()
@@ -163,12 +185,12 @@ class DetectionConfig:
 
 @dataclass(frozen=True)
 class BudgetsConfig:
-    session_tokens: int | None = None
-    agent_tokens: int | None = None
-    nightly_tokens: int | None = None
+    session_tokens: int | None = field(default=None, metadata=_range(0, TOKENS_MAX))
+    agent_tokens: int | None = field(default=None, metadata=_range(0, TOKENS_MAX))
+    nightly_tokens: int | None = field(default=None, metadata=_range(0, TOKENS_MAX))
     reset_time: str = field(default="00:00", metadata={"check": _check_time})
-    warning_percent: float = 90.0
-    critical_percent: float = 100.0
+    warning_percent: float = field(default=90.0, metadata=_range(0, PERCENT_MAX))
+    critical_percent: float = field(default=100.0, metadata=_range(0, PERCENT_MAX))
 
 
 ActionKind = Literal["alert", "stop", "kill"]
@@ -178,13 +200,17 @@ ActionKind = Literal["alert", "stop", "kill"]
 class ActionsConfig:
     mode: Literal["off", "dry-run", "auto"] = "off"
     on_critical: ActionKind = "alert"
+    # None: on_critical. Loop detectors' criticals / budget detectors' criticals (see
+    # monitor.detect.findings.LOOP_DETECTORS, BUDGET_DETECTORS).
+    on_loop_critical: ActionKind | None = None
+    on_budget_critical: ActionKind | None = None
     audit_log: str | None = None
     triggers: dict[str, ActionKind] = field(default_factory=dict,
                                             metadata={"check_key": _check_trigger})
     stop_method: Literal["abort", "stop-text", "cli"] = "abort"
-    cooldown_seconds: float = 60.0
-    max_actions_per_hour: int = 20
-    kill_grace_seconds: float = 5.0
+    cooldown_seconds: float = field(default=60.0, metadata=_range(0, SECONDS_MAX))
+    max_actions_per_hour: int = field(default=20, metadata=_range(0, COUNT_MAX))
+    kill_grace_seconds: float = field(default=5.0, metadata=_range(0, 3600))
 
 
 def _check_url(value: str) -> str | None:
@@ -195,15 +221,15 @@ def _check_url(value: str) -> str | None:
 class WebhookConfig:
     url: str = field(default="", metadata={"check": _check_url, "required": True})
     template: str | None = None
-    retries: int = 3
-    timeout_seconds: float = 5.0
+    retries: int = field(default=3, metadata=_range(0, 100))
+    timeout_seconds: float = field(default=5.0, metadata=_range(0, 3600))
     min_level: Literal["warning", "critical"] = "critical"
 
 
 @dataclass(frozen=True)
 class AlertsConfig:
     bell: bool = True
-    bell_repeat_seconds: float = 0.0
+    bell_repeat_seconds: float = field(default=0.0, metadata=_range(0, SECONDS_MAX))
     desktop_notifications: bool = False
     webhooks: tuple[WebhookConfig, ...] = ()
 
@@ -219,7 +245,23 @@ class GatewayConfig:
     token_env: str = "OPENCLAW_GATEWAY_TOKEN"
 
 
+def _check_listen(value: str | None) -> str | None:
+    from monitor.metrics import check_listen
+
+    return check_listen(value)
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """``--metrics``: the Prometheus endpoint of ``watch --headless`` / ``demo --headless``."""
+
+    listen: str | None = field(default=None, metadata={"check": _check_listen})
+    max_sessions: int = field(default=500, metadata=_minimum(1))
+    session_lookback_seconds: float = field(default=900.0, metadata=_minimum(1))
+
+
 SECTIONS: dict[str, type] = {
     "detection": DetectionConfig, "budgets": BudgetsConfig, "actions": ActionsConfig,
     "alerts": AlertsConfig, "ui": UiConfig, "gateway": GatewayConfig,
+    "metrics": MetricsConfig,
 }

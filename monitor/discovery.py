@@ -7,9 +7,12 @@ remembers every place it looked so a failure can name them.
 from __future__ import annotations
 
 import glob
-import json
 import os
 from dataclasses import dataclass, field
+
+from monitor import untrusted_json
+from monitor.redaction import register_known_secret, register_url_secrets
+from monitor.sources.regular import open_regular_file
 
 
 class DiscoveryError(Exception):
@@ -68,8 +71,8 @@ def read_openclaw_config(state_dir: str | None, env, tried: list[str]
         return None, {}
     tried.append(path)
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        with open_regular_file(path, "r", encoding="utf-8") as handle:   # never a FIFO
+            data = untrusted_json.load(handle)
     except (OSError, ValueError):
         return path, {}
     return path, data if isinstance(data, dict) else {}
@@ -124,6 +127,8 @@ def discover(*, state_dir: str | None = None, profile: str | None = None,
     token = env.get("OPENCLAW_GATEWAY_TOKEN") or (
         auth.get("token") if isinstance(auth.get("token"), str) else None)
     rolling = not log and not isinstance(logging_config.get("file"), str)
+    register_known_secret(token)  # masked in everything clawwatch outputs
+    register_url_secrets(url)
     return Discovered(resolved_state, config_path, config, log_path, log_dirs, url, token, tried,
                       rolling)
 

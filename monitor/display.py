@@ -54,3 +54,34 @@ def printable(text: object, *, keep_newlines: bool = False) -> str:
 def is_printable(text: str, *, keep_newlines: bool = False) -> bool:
     """True when ``printable`` would leave ``text`` as it is."""
     return printable(text, keep_newlines=keep_newlines) == text
+
+
+def _json_escape(code: int) -> str:
+    if code > 0xFFFF:           # a JSON \u escape names UTF-16 units: a surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+_JSON_ESCAPES = {code: _json_escape(code) for code in (0x7F, *_HIDDEN_OR_REORDERING)}
+
+
+def json_safe(document: str) -> str:
+    """A JSON text (``json.dumps(..., ensure_ascii=False)``) with DEL, the C1 controls and
+    every bidi, invisible and lone-surrogate character written as a ``\\uXXXX`` escape.
+
+    JSON escapes the C0 controls itself, but leaves these raw, so ``cat`` of the output
+    would hand them to the terminal (and a lone surrogate cannot even be encoded as
+    UTF-8). Outside strings a JSON text is ASCII, so the escapes land inside strings and
+    decode to the very same value; every other character (accents, CJK, emoji) stays
+    readable."""
+    if document.isascii() and "\x7f" not in document:
+        return document
+    return document.translate(_JSON_ESCAPES)
+
+
+def json_dumps(value: object, **options) -> str:
+    """``json.dumps(value, ensure_ascii=False, **options)`` made safe by ``json_safe``."""
+    import json
+
+    return json_safe(json.dumps(value, ensure_ascii=False, **options))

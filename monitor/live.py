@@ -29,26 +29,38 @@ def install_stop_signals() -> threading.Event:
 def run_live(monitor: Monitor, emit: Callable[[list[dict]], None], *,
              seconds: float | None = None, poll_seconds: float = 1.0,
              store: CheckpointStore | None = None, catch_up_quietly: bool = True,
-             stop: threading.Event | None = None) -> None:
+             stop: threading.Event | None = None,
+             step: Callable[[], list[dict]] | None = None) -> None:
     """Poll, emit and checkpoint until ``seconds`` pass or ``stop`` is set.
+
+    ``step`` replaces ``monitor.step`` (``--metrics`` runs each step under its lock).
 
     Output is written before the checkpoint that covers it is saved, so a
     crash can repeat the last batch but never lose it; a clean stop (signal,
     deadline) saves the checkpoint last and so repeats nothing on restart.
     """
     sources = monitor.sources
+    monitor_step = step or monitor.step
+    note_changed = getattr(sources, "note_changed", None)
+
+    def step() -> list[dict]:
+        # The waker's changed paths first: a source looks at those of its idle files now.
+        if note_changed is not None:
+            note_changed(waker.take_changed())
+        return monitor_step()
+
     waker = Waker(sources.watch_paths(), poll_seconds=poll_seconds)
     stop = stop or install_stop_signals()
     deadline = time.monotonic() + seconds if seconds else None
     try:
         if catch_up_quietly:
             monitor.quiet = True
-            emit(monitor.step())
+            emit(step())
             while sources.behind and not stop.is_set():
-                emit(monitor.step())
+                emit(step())
             monitor.quiet = False
         while not stop.is_set():
-            records = monitor.step()
+            records = step()
             emit(records)
             if store and records:
                 store.save(sources.checkpoint())
@@ -56,11 +68,12 @@ def run_live(monitor: Monitor, emit: Callable[[list[dict]], None], *,
             if remaining is not None and remaining <= 0:
                 break
             if not sources.behind:
-                waker.wait(None if remaining is None else min(remaining, poll_seconds))
+                waker.wait(None if remaining is None else min(remaining, poll_seconds),
+                           stop=stop)
         if stop.is_set():
             # Read what arrived since the last poll, so the checkpoint saved below does not
             # name a file that a rotation is about to take away unread.
-            emit(monitor.step())
+            emit(step())
     finally:
         waker.close()
         if store:

@@ -117,6 +117,9 @@ class Monitor:
         self.run_to_session = RunIndex(RUNS_KEPT)
         self.quiet = False
         self.polls = 0
+        self.internal_errors = 0        # records skipped because folding one raised
+        #: Every finding ever added, by ``(session_id, detector, level)`` (for ``--metrics``).
+        self.finding_counts: Counter[tuple[str, str, str]] = Counter()
 
     # ------------------------------------------------------------------ public
 
@@ -125,7 +128,14 @@ class Monitor:
         self.polls += 1
         records: list[dict] = []
         for event in self.sources.poll():
-            self._fold(event, records)
+            try:
+                self._fold(event, records)
+            except Exception as exc:    # one record the code cannot take loses only itself
+                self.internal_errors += 1
+                records.append({"type": "error", "ts": iso(None), "source": "internal",
+                                "path": getattr(event, "origin", "") or type(event).__name__,
+                                "where": "", "message": f"this record was skipped: "
+                                f"{type(exc).__name__}: {str(exc)[:200]}"})
         return records
 
     def report(self) -> dict:
@@ -227,6 +237,7 @@ class Monitor:
             return
         for finding in self.engine.observe(state.key or state.session_id, state.agent_id, event):
             state.add_finding(finding)
+            self.finding_counts[(state.session_id, finding.detector, finding.level)] += 1
             if not self.quiet:
                 records.append({
                     "type": "finding", "ts": iso(finding.ts), "key": state.key,

@@ -1,48 +1,206 @@
-"""Text as the dashboard shows it: secrets masked, arguments formatted, whitespace clipped.
+"""Text as clawwatch shows or writes it: secrets masked, arguments formatted, whitespace clipped.
 
-Everything shown of a tool call (arguments, outcome) or a gateway-log line passes through
-here first. Secret-named keys are masked whatever their value; secret-looking text (bearer
-and basic credentials, provider key shapes, JWTs, ``password=…``, ``--token …``, URL
-credentials) is masked wherever it appears. Only what can be shown is redacted: a long text
-is cut to its shown start (plus ``REDACT_SLACK``) first.
+Everything clawwatch outputs passes through here: what the dashboard shows of a tool call or
+a gateway-log line, and every output record (``watch --json`` lines, the replay document, the
+audit log, webhook bodies, error messages) through ``redact_record``. Secret-named keys are
+masked whatever their value; secret-looking text is masked wherever it appears:
+
+* token shapes with a fixed prefix, curated from gitleaks' default rules
+  (``config/gitleaks.toml``: anthropic/openai ``sk-…``, ``github_pat_…``/``ghp_…``, GitLab,
+  Stripe ``sk_live_…``, Slack, AWS ``AKIA…``, Google ``AIza…``/``ya29.…``, Hugging Face, npm,
+  PyPI, SendGrid, DigitalOcean, Shopify, Vault, Databricks, Linear, Postman, age, JWTs) and
+  Yelp detect-secrets' plugins (the same shapes; its keyword plugin for assignments);
+* PEM private-key blocks (to their END line, or to the end of the text);
+* keyword assignments, ``NAME=value`` / ``NAME: value`` where the name holds ``token``,
+  ``secret``, ``passw(or)d``, ``pwd``, ``passphrase``, ``credential`` or ends in ``_key`` /
+  ``apikey`` / ``accesskey`` / ``privatekey`` (env style ``AWS_SECRET_ACCESS_KEY=…`` too);
+* bearer and basic credentials, ``--token x`` style flags, ``curl -u user:pass``, argv lists
+  (``["--token", "x"]``), URL userinfo (``scheme://user:pass@``);
+* every secret clawwatch itself knows (``register_known_secret``: the gateway token, the
+  ``--gateway`` URL's password, webhook URLs' secrets), replaced literally.
+
+The rules are kept here rather than imported from detect-secrets at run time: its scanner
+regexes are tuned for precision in commits (exact lengths, quotes required), it has no rule
+for half of the shapes above, and importing it costs ~100 ms and pulls in ``requests``.
+
+Speed: each rule has markers (casefolded substrings every match contains) and runs only on a
+text whose casefolded form holds one; most texts hold none and run no regex. Only what can be
+shown is redacted for display: a long text is cut to its shown start (plus ``REDACT_SLACK``)
+first.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 from typing import Any
 
+REDACTED = "«redacted»"
 _SECRET_KEY = re.compile(r"(?i)(token|secret|passw|pwd|api[_-]?key|apikey|auth|cookie|"
                          r"credential|private[_-]?key|session[_-]?key)")
+# Names whose value is a secret: in assignments, flags and argv pairs.
+_NAME = (r"(?:token|secret|passw(?:or)?d|pwd|passphrase|credentials?|"
+         r"(?:api|access|private|secret|auth|[_.-])key)")
+_FLAG_NAME = (r"(?:[\w-]{0,40}?(?:token|secret|passw(?:or)?d|pwd|passphrase|credentials?|"
+              r"api-?key|access-key|private-key))")
+_NAME_MARKERS = ("token", "secret", "passw", "pwd", "passphrase", "credential", "apikey",
+                 "accesskey", "privatekey", "secretkey", "authkey", "_key", "-key", ".key")
+_FLAG_MARKERS = ("token", "secret", "passw", "pwd", "passphrase", "credential", "-key",
+                 "apikey")
+_VALUE = r"[^\s\"'&,;\\]+"
+# A value, whole when quoted (the quote is the last character of the match's prefix).
+_QVALUE = r"(?:(?<=\")[^\"\\\n]+|(?<=')[^'\\\n]+|" + _VALUE + ")"
 # (regex, replacement, markers): the regex runs only on a text whose casefolded form holds
-# one of its markers, which every match contains (most texts hold none).
-_SECRET_TEXT = [(re.compile(pattern), replacement, markers)
-                for pattern, replacement, markers in (
-    (r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}", r"\1 «redacted»", ("bearer", "basic")),
-    (r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{10,}", "«redacted»", ("sk-", "pk-", "rk-")),
-    (r"\bgh[pousr]_[A-Za-z0-9]{16,}", "«redacted»", ("gh",)),
-    (r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "«redacted»", ("xox",)),
-    (r"\bAKIA[0-9A-Z]{16}\b", "«redacted»", ("akia",)),
-    (r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", "«redacted»", ("eyj",)),
-    (r"(?i)((?:api[_-]?key|token|secret|password|passwd|pwd)[\"']?\s*[=:]\s*[\"']?)"
-     r"[^\s\"'&,;]+", r"\1«redacted»", ("api", "token", "secret", "passw", "pwd")),
-    (r"(?i)(--(?:token|password|secret|api-key|apikey)[= ])\S+", r"\1«redacted»", ("--",)),
-    (r"(://[^/\s:@]+:)[^@\s/]+@", r"\1«redacted»@", ("://",)),
-)]
-REDACTED = "«redacted»"
+# one of its markers, which every match contains (most texts hold none). Compiled on first
+# use (``_rules()``; ``_SECRET_TEXT``), not at import: clawwatch imports this at start-up.
+_RULE_SOURCES = (
+    # PEM private keys (gitleaks private-key; detect-secrets PrivateKeyDetector).
+    (r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+     r"(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|\Z)", REDACTED,
+     ("private key",)),
+    (r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}", r"\1 " + REDACTED, ("bearer", "basic")),
+    # Prefixed token shapes (gitleaks ids in brackets).
+    (r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{10,}", REDACTED,             # anthropic, openai
+     ("sk-", "pk-", "rk-")),
+    (r"\b[rsp]k_(?:live|test|prod)_[A-Za-z0-9]{10,}", REDACTED,  # stripe-access-token
+     ("k_live_", "k_test_", "k_prod_")),
+    (r"\bgh[pousr]_[A-Za-z0-9]{16,}", REDACTED,                   # github-pat/-oauth/-app
+     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (r"\bgithub_pat_[A-Za-z0-9_]{20,}", REDACTED, ("github_pat_",)),  # github-fine-grained
+    (r"\bgl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-[A-Za-z0-9_-]{20,}", REDACTED,
+     ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "glcbt-", "glimt-", "glptt-",
+      "glagent-", "gloas-")),                                     # gitlab-*
+    (r"\bgl(?:c|sa)_[A-Za-z0-9+/_=]{32,}", REDACTED, ("glc_", "glsa_")),  # grafana
+    (r"\bxox[abposr]-[A-Za-z0-9-]{10,}", REDACTED, ("xox",)),     # slack tokens
+    (r"(?i)hooks\.slack\.com/(?:services|workflows|triggers)/\S+", "hooks.slack.com/" + REDACTED,
+     ("hooks.slack.com/",)),                                     # slack-webhook-url
+    (r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", REDACTED,  # aws-access-token
+     ("a3t", "akia", "asia", "abia", "acca")),
+    (r"\bAIza[0-9A-Za-z_-]{35}", REDACTED, ("aiza",)),          # gcp-api-key
+    (r"\bya29\.[0-9A-Za-z_-]{20,}", REDACTED, ("ya29.",)),      # google oauth token
+    (r"\bhf_[A-Za-z0-9]{30,}", REDACTED, ("hf_",)),             # huggingface
+    (r"\bnpm_[A-Za-z0-9]{36}", REDACTED, ("npm_",)),            # npm-access-token
+    (r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}", REDACTED, ("pypi-",)),  # pypi-upload-token
+    (r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", REDACTED, ("sg.",)),  # sendgrid
+    (r"\bdo[opr]_v1_[a-f0-9]{64}", REDACTED, ("_v1_",)),        # digitalocean
+    (r"\bshp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", REDACTED, ("shp",)),  # shopify
+    (r"\bhv[sb]\.[A-Za-z0-9_-]{24,}", REDACTED, ("hvs.", "hvb.")),  # hashicorp vault
+    (r"\bdapi[a-f0-9]{32}(?:-\d)?", REDACTED, ("dapi",)),       # databricks
+    (r"\blin_api_[A-Za-z0-9]{40}", REDACTED, ("lin_api_",)),   # linear
+    (r"\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}", REDACTED, ("pmak-",)),  # postman
+    (r"AGE-SECRET-KEY-1[0-9A-Z]{58}", REDACTED, ("age-secret-key-1",)),  # age
+    (r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", REDACTED, ("eyj",)),
+    # ``--token x`` / ``--password=x`` / ``-u user:pass`` (curl, wget --user).
+    (r"(?i)(--?" + _FLAG_NAME + r"(?:=|\s+)\\?[\"']?)" + _QVALUE, r"\1" + REDACTED,
+     _FLAG_MARKERS),
+    (r"((?:^|\s)(?:-u|--user|--proxy-user)(?:=|\s*)\\?[\"']?[^\s:\"'\\]{0,64}:)" + _VALUE,
+     r"\1" + REDACTED, ("-u",)),
+    # argv pairs in a printed list: ``["--token", "x"]``, ``['-u', 'user:pass']``.
+    (r"(?i)(\\?[\"'](?:--?" + _FLAG_NAME + r"|-u|--user)\\?[\"']\s*,\s*\\?[\"'])"
+     r"[^\"'\\]+", r"\1" + REDACTED, (*_FLAG_MARKERS, "-u")),
+    # NAME=value, NAME: value, "NAME": "value" (env style, YAML, JSON, query strings).
+    (r"(?i)(" + _NAME + r"\\?[\"']?\s*[=:]\s*\\?[\"']?)" + _QVALUE, r"\1" + REDACTED,
+     _NAME_MARKERS),
+    (r"(://[^/\s:@]+:)[^@\s/]+@", r"\1" + REDACTED + "@", ("://",)),
+)
+_compiled: dict[str, Any] = {}
+
+
+def _rules() -> dict[str, Any]:
+    """The compiled rules (``_SECRET_TEXT``), and the markers to look for: every rule's, less
+    those that hold another one (``_ALL_MARKERS``). A text is scanned once for each marker; a
+    marker found runs the rules with a marker that holds it (``_RULES_OF_MARKER``), in order."""
+    if not _compiled:
+        rules = [(re.compile(pattern), replacement, markers)
+                 for pattern, replacement, markers in _RULE_SOURCES]
+        every = {m for _, _, markers in rules for m in markers}
+        kept = tuple(sorted({m for m in every if not any(o != m and o in m for o in every)},
+                            key=lambda m: (len(m), m)))
+        _compiled.update(
+            _SECRET_TEXT=rules, _ALL_MARKERS=kept,
+            _RULES_OF_MARKER={marker: frozenset(index for index, (_, _, ms) in enumerate(rules)
+                                                if any(marker in m for m in ms))
+                              for marker in kept},
+            _SECRET_FLAG=re.compile(r"(?i)^(?:--?" + _FLAG_NAME + r"|-u|--user|--proxy-user)$"))
+    return _compiled
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("_SECRET_TEXT", "_ALL_MARKERS", "_RULES_OF_MARKER", "_SECRET_FLAG"):
+        return _rules()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # Characters redacted past what a pane shows, so a secret that starts in view is masked
 # whole; the rest of a long text is never shown, so it is not redacted.
 REDACT_SLACK = 2000
+# Known secrets shorter than this are not replaced (they would mask ordinary words).
+MIN_KNOWN_SECRET = 6
+_known: tuple[str, ...] = ()
+_known_lock = threading.Lock()
+
+
+def register_known_secret(value: str | None) -> None:
+    """Mask ``value`` wherever it appears in anything clawwatch outputs from now on (the
+    gateway token, a URL's password, a webhook URL's path or query secret)."""
+    global _known
+    if not isinstance(value, str) or len(value) < MIN_KNOWN_SECRET:
+        return
+    with _known_lock:
+        if value not in _known:
+            # Longest first, so a secret that contains another is masked whole.
+            _known = tuple(sorted((*_known, value), key=len, reverse=True))
+
+
+def forget_known_secrets() -> None:
+    """Forget every registered secret (tests)."""
+    global _known
+    with _known_lock:
+        _known = ()
+
+
+def register_url_secrets(url: str | None) -> None:
+    """Register the secrets a URL carries: its userinfo password, and for a webhook URL its
+    path and query (which often hold the token: ntfy topics, Slack/Discord hook paths)."""
+    if not isinstance(url, str):
+        return
+    match = re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://(?:([^/@\s]*)@)?([^/?#\s]*)([^#\s]*)", url)
+    if not match:
+        return
+    userinfo, _, rest = match.groups()
+    if userinfo:
+        user, _, password = userinfo.partition(":")
+        register_known_secret(password or user)
+    for part in re.split(r"[/?&=]", rest or ""):
+        if len(part) >= 16:
+            register_known_secret(part)
+
+
+def url_without_userinfo(url: str | None) -> str:
+    """``url`` with any ``user:password@`` removed (for messages)."""
+    if not isinstance(url, str):
+        return str(url)
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@", r"\1", url)
 
 
 def redact_text(text: str) -> str:
-    """``text`` with bearer tokens, API keys, passwords and URL credentials masked."""
+    """``text`` with bearer tokens, API keys, passwords, private keys, URL credentials and
+    every registered secret masked."""
+    for secret in _known:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
     folded = text.casefold()
     if not folded.isascii():  # the two letters ``(?i)i`` matches that casefold elsewhere
         folded = folded.replace("\u0131", "i").replace("\u0307", "")
-    for pattern, replacement, markers in _SECRET_TEXT:
-        if any(marker in folded for marker in markers):
+    rules = _compiled or _rules()
+    found = [marker for marker in rules["_ALL_MARKERS"] if marker in folded]
+    if not found:
+        return text
+    of_marker = rules["_RULES_OF_MARKER"]
+    run = frozenset().union(*(of_marker[marker] for marker in found))
+    for index, (pattern, replacement, _) in enumerate(rules["_SECRET_TEXT"]):
+        if index in run:
             text = pattern.sub(replacement, text)
     return text
 
@@ -60,6 +218,22 @@ def shown_start(text: str, limit: int) -> str:
         size *= 4
 
 
+def _redact_list(items: list, limit: int | None) -> list:
+    """Items of a list redacted; in an argv list the item after a secret flag (``--token``,
+    ``-u``) is masked whole."""
+    out = []
+    secret_next = False
+    for item in items:
+        if secret_next and isinstance(item, str):
+            out.append(REDACTED)
+            secret_next = False
+            continue
+        secret_next = isinstance(item, str) and len(item) < 64 \
+            and bool(_rules()["_SECRET_FLAG"].match(item))
+        out.append(redact(item, limit))
+    return out
+
+
 def redact(value: Any, limit: int | None = None) -> Any:
     """A copy of ``value`` (JSON-like) with secret-named keys and secret-looking text masked.
     With ``limit``, each text is cut to its ``shown_start`` first (for display only)."""
@@ -68,10 +242,33 @@ def redact(value: Any, limit: int | None = None) -> Any:
                 and not isinstance(v, (dict, list)) else redact(v, limit)
                 for k, v in value.items()}
     if isinstance(value, list):
-        return [redact(v, limit) for v in value]
+        return _redact_list(value, limit)
     if isinstance(value, str):
         return redact_text(value if limit is None else shown_start(value, limit))
     return value
+
+
+def redact_record(record: Any) -> Any:
+    """An output record (a ``watch --json`` line, the replay document, an audit entry, a
+    webhook's record) with secret-looking text masked in every string value, at any depth.
+    Keys and non-text values are kept (an output's shape never changes); an argv list has
+    the item after a secret flag masked. Returns ``record`` itself when nothing changed."""
+    if isinstance(record, str):
+        return redact_text(record)
+    if isinstance(record, dict):
+        changed = False
+        out = {}
+        for key, value in record.items():
+            new = redact_record(value)
+            changed = changed or new is not value
+            out[key] = new
+        return out if changed else record
+    if isinstance(record, (list, tuple)):
+        new_items = _redact_list(list(record), None)
+        if all(a is b for a, b in zip(new_items, record, strict=True)):
+            return record
+        return new_items
+    return record
 
 
 def format_arguments(arguments: Any) -> str:

@@ -5,6 +5,12 @@ Headless (no textual, no rich): the dashboard's ingest thread owns a
 frozen ``Snapshot`` to the UI, which only renders it. Time comes from an
 injected clock, so the same data and clock give the same snapshot.
 
+Every string here that is only shown (labels, agent, model, tool names, arguments,
+outcomes, messages, log lines, source lines) has been through ``display.printable``: it
+holds no character a terminal acts on. Session keys and ids are identities the UI acts
+on (stop, kill, acknowledge) and stay exactly as the data spelled them; the UI shows
+them through ``printable`` too.
+
 ``SnapshotFeed`` sits between the ``SourceSet`` and the ``Monitor``: it keeps
 the gateway-log tail and the per-session tool-call timelines (the pipeline
 hands neither over), and releases a large backlog in slices so the board
@@ -19,16 +25,20 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from monitor.detect.findings import LEVEL_RANK, Finding
+from monitor.detect.findings import LEVEL_RANK, LOOP_DETECTORS, Finding
 from monitor.detect.status import BurnStatus, PingPongPair, StreakStatus
+from monitor.display import printable
 from monitor.events import AssistantMessage, GatewayNotice, SessionInfo, ToolCall, ToolResult
-from monitor.redaction import clip, format_arguments, redact, redact_text, shown_start
+from monitor.redaction import (
+    clip,
+    format_arguments,
+    redact,
+    redact_record,
+    redact_text,
+    shown_start,
+)
 
 STATES = ("running", "idle", "stalled", "looping", "stopped", "done")
-LOOP_DETECTORS = frozenset({
-    "generic_repeat", "known_poll_no_progress", "ping_pong", "unknown_tool_repeat",
-    "global_circuit_breaker", "argument_churn", "session_no_progress",
-    "post_compaction_repeat", "gateway_loop_notice", "iteration_budget"})
 FINISHED = {"done": "done", "failed": "done", "timeout": "done",
             "killed": "stopped", "interrupted": "stopped"}
 IDLE_AFTER_SECONDS = 30.0       # no event for this long: idle (or stalled while a run is active)
@@ -42,6 +52,7 @@ TIMELINE_CALLS = 200
 TOP_BURNERS = 3
 ARGS_CHARS = 400
 OUTCOME_CHARS = 120
+LABEL_CHARS = 200               # labels, models, agents: a pane never shows more
 
 # ------------------------------------------------------------------ the picture
 
@@ -168,8 +179,9 @@ class _Call:
                  "tokens_in", "tokens_out", "tool", "ts")
 
     def __init__(self, index: int, event: ToolCall, usage: tuple[int, int] | None) -> None:
-        self.index, self.ts, self.tool = index, event.ts, event.name
-        self.arguments = clip(format_arguments(redact(event.arguments, ARGS_CHARS)), ARGS_CHARS)
+        self.index, self.ts, self.tool = index, event.ts, shown(event.name)
+        self.arguments = clip(printable(format_arguments(redact(event.arguments, ARGS_CHARS))),
+                              ARGS_CHARS)
         self.outcome, self.exit_code, self.is_error = "…", None, False
         self.repeats, self.key = False, ""
         self.tokens_in, self.tokens_out = usage if usage else (None, None)
@@ -254,8 +266,10 @@ class SnapshotFeed:
     def _record(self, event) -> None:
         if isinstance(event, GatewayNotice):
             self._log_seq += 1
-            self.log.append(LogLine(self._log_seq, event.ts, (event.level or "?").upper(),
-                                    event.subsystem or "", redact_text(event.message)))
+            self.log.append(LogLine(self._log_seq, event.ts,
+                                    shown((event.level or "?").upper(), 12),
+                                    shown(event.subsystem or ""),
+                                    printable(redact_text(event.message), keep_newlines=True)))
         elif isinstance(event, ToolCall):
             line = self.timelines.setdefault(event.session_id, _Timeline())
             line.count += 1
@@ -280,12 +294,17 @@ class SnapshotFeed:
         call.exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
         call.is_error = result.is_error
         text = result.text or str(details.get("aggregated") or details.get("status") or "")
-        shown = redact_text(shown_start(text, OUTCOME_CHARS))
-        call.outcome = clip(shown, OUTCOME_CHARS) or "(empty)"
+        start = redact_text(shown_start(text, OUTCOME_CHARS))
+        call.outcome = clip(printable(start), OUTCOME_CHARS) or "(empty)"
         if self.keyed_by_engine:
             self._awaiting_key[(result.session_id, result.call_id)] = (line, call, text)
         else:
             _set_key(line, call, _plain_key(call, text))
+
+
+def shown(text: str, limit: int = LABEL_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (… marks a cut), made printable."""
+    return printable(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _plain_key(call: _Call, text: str) -> str:
@@ -339,6 +358,7 @@ class SnapshotBuilder:
         """Fold one step's output records; return the alerts they added."""
         added = []
         for record in records:
+            record = redact_record(record)  # the alerts pane and status line: secrets masked
             kind = record.get("type")
             if kind == "finding":
                 added.append(self._alert("finding", record["level"], record.get("key") or "",
@@ -362,7 +382,9 @@ class SnapshotBuilder:
                history=False) -> AlertEntry:
         self._alert_seq += 1
         entry = AlertEntry(self._alert_seq, ts if ts is not None else self.clock(), kind,
-                           level, key, session_id, detector, count, tool, message, history)
+                           level, key, session_id, shown(detector), count,
+                           None if tool is None else shown(tool),
+                           printable(message), history)
         self.alerts.append(entry)
         return entry
 
@@ -373,7 +395,7 @@ class SnapshotBuilder:
         for finding, state in found[-ALERTS_KEPT:]:
             self._alert("finding", finding.level, state.key or finding.session_key,
                         state.session_id, finding.detector, finding.count, finding.tool,
-                        finding.message, finding.ts, history=True)
+                        redact_text(finding.message), finding.ts, history=True)
         self.scanning = False
 
     # ------------------------------------------------------------- building
@@ -418,8 +440,9 @@ class SnapshotBuilder:
         burn = self._burn(state.session_id)
         row = BoardRow(
             session_id=state.session_id, key=state.key or state.session_id,
-            label=state.label or state.key or state.session_id[:8], agent=state.agent_id,
-            model=state.model or "", state=self._state_of(state, current, idle),
+            label=shown(state.label or state.key or state.session_id[:8]),
+            agent=shown(state.agent_id or ""), model=shown(state.model or ""),
+            state=self._state_of(state, current, idle),
             tool_calls=state.tool_calls, tokens_in=state.tokens_input,
             tokens_out=state.tokens_output,
             burn_per_minute=burn.tokens_per_minute if burn else 0.0,
@@ -477,7 +500,7 @@ class SnapshotBuilder:
         line = self.feed.timelines.get(sid)
         timeline = tuple(c.freeze(tuple(marks.get(c.index, ()))) for c in line.calls) \
             if line else ()
-        label = state.label or state.key or sid[:8]
+        label = shown(state.label or state.key or sid[:8])
         return FocusDetail(
             session_id=sid, label=label,
             streaks=tuple(engine.streaks(sid)) if engine else (),
@@ -492,7 +515,8 @@ class SnapshotBuilder:
             if not path:
                 lines.append(SourceLine(label, False, f"{label}: not found — {hint}"))
             elif not os.path.exists(path):
-                lines.append(SourceLine(label, False, f"{label}: missing {path} — {hint}"))
+                lines.append(SourceLine(label, False,
+                                        printable(f"{label}: missing {path} — {hint}")))
         for summary in summaries:
             path = summary["path"]
             name = summary["kind"] if summary["kind"] != "gateway-log" else "gateway log"
@@ -503,8 +527,8 @@ class SnapshotBuilder:
                 text += f", {errors} unreadable ({clip(last, 80)})"
             elif notice and ("removed" in notice or "waiting" in notice):
                 text += f" ({notice})"
-            lines.append(SourceLine(name, not errors, text))
+            lines.append(SourceLine(name, not errors, printable(text)))
         if self.watch_error:
-            lines.append(SourceLine("watch", False, self.watch_error))
+            lines.append(SourceLine("watch", False, printable(self.watch_error)))
         return tuple(lines)
 

@@ -49,11 +49,19 @@ HOSTILE_STRINGS: dict[str, str] = {
 # shows ESC as ␛ and the 8-bit controls as <U+009B>, so none of these may appear in output
 # next to the payload.
 _INJECTION = re.compile(
-    rb"\x1b[\]P_^X][^\x07\x1b]*" + PAYLOAD.encode()        # OSC / DCS / APC / PM / SOS carrying data
+    # OSC / DCS / APC / PM / SOS carrying data
+    rb"\x1b[\]P_^X][^\x07\x1b]*" + PAYLOAD.encode()
     + rb"|\x1b\[2J\x1b\[H" + PAYLOAD.encode()              # clear screen + home from data
     + rb"|\xc2[\x80-\x9f]"                                 # C1 controls, UTF-8 encoded
     + rb"|\xe2\x80[\xa8-\xae]|\xe2\x81[\xa6-\xa9]"        # line/para separators, bidi controls
-    + rb"|\x1b\[\?1049h|\x1b\]52;c;" + PAYLOAD.encode()
+    + rb"|\xe2\x80[\x8b-\x8f]|\xe2\x81[\xa0-\xa4]|\xef\xbb\xbf"  # zero-width, BOM
+    + rb"|\xed[\xa0-\xbf][\x80-\xbf]"                       # lone surrogates (surrogatepass)
+    + rb"|\x1b\]52;c;" + PAYLOAD.encode()
+    # CSI from data: anchored on the payload, since the app writes CSI of its own (it
+    # enters the alternate screen with ESC[?1049h and colours with ESC[…m itself)
+    + rb"|\x1b\[\?25l" + PAYLOAD.encode() + rb"\x1b\[\?1049h"
+    + rb"|\x1b\[31;1m" + PAYLOAD.encode()
+    + rb"|" + PAYLOAD.encode() + rb"\x00|\x08\x08\x7f|\rrm -rf"   # NUL, BS, DEL, CR from data
 )
 
 

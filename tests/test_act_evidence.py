@@ -153,14 +153,27 @@ def test_legacy_evidence_reads_only_complete_lines_at_the_transcript_end(state, 
     assert ids and ids == [f"call-{n}" for n in range(40 - len(ids), 40)] and len(ids) < 40
 
 
-def test_a_gateway_tool_event_is_the_strongest_evidence():
+def test_a_gateway_tool_event_attributes_the_shell():
+    start = time.time()
+    reported = [ExecPid(4242, "agent:main:a", "run-a", "call-a", "brisk-crest", start + 0.3,
+                        start)]
+    calls = [ev.ExecCall("agent:main:a", "call-a", "sleep 5", start - 0.1)]
+    owner = ev.attribute(shell("sleep 5", start), reported=reported, calls=calls)
+    assert owner.session_key == "agent:main:a"
+    assert "call-a" in owner.evidence and "run-a" in owner.evidence
+
+
+def test_a_tool_event_and_a_command_match_naming_different_sessions_conflict():
+    """No kind of evidence outranks another: they disagree, so nobody owns the shell."""
     start = time.time()
     reported = [ExecPid(4242, "agent:main:a", "run-a", "call-a", "brisk-crest", start + 0.3,
                         start)]
     calls = [ev.ExecCall("agent:main:b", "call-b", "sleep 5", start - 0.1)]
-    owner = ev.attribute(shell("sleep 5", start), reported=reported, calls=calls)
-    assert owner.session_key == "agent:main:a"
-    assert "call-a" in owner.evidence and "run-a" in owner.evidence
+    assert ev.attribute(shell("sleep 5", start), reported=reported, calls=calls) is None
+    verdict = ev.judge(shell("sleep 5", start), reported=reported, calls=calls)
+    assert verdict.ambiguous and verdict.sessions == ("agent:main:a", "agent:main:b")
+    assert any("gateway tool event names agent:main:a" in r for r in verdict.reasons)
+    assert any("command text names agent:main:b" in r for r in verdict.reasons)
 
 
 def test_a_tool_event_for_an_older_process_with_that_pid_does_not_count():
@@ -171,7 +184,8 @@ def test_a_tool_event_for_an_older_process_with_that_pid_does_not_count():
 
 def test_a_transcript_result_naming_the_pid_attributes_a_background_exec():
     start = time.time() - 300
-    calls = [ev.ExecCall("agent:main:a", "call-a", "sleep 600", start - 0.2, 4242, "calm-reef")]
+    calls = [ev.ExecCall("agent:main:a", "call-a", "sleep 600", start - 0.2, 4242, "calm-reef",
+                         start + 10)]
     owner = ev.attribute(shell("something else", start), calls=calls)
     assert owner.session_key == "agent:main:a" and "calm-reef" in owner.evidence
 
@@ -222,3 +236,62 @@ def test_missing_databases_give_no_evidence(tmp_path):
     assert ev.recent_exec_calls(str(tmp_path / "nothing")) == []
     assert ev.running_background_execs(str(tmp_path / "nothing")) == []
     assert ev.recent_exec_calls(None) == []
+
+
+def test_a_transcript_pid_counts_only_inside_its_calls_window():
+    start = time.time() - 300
+
+    def owner(made: float, answered: float | None):
+        calls = [ev.ExecCall("agent:main:a", "call-a", "sleep 600", made, 4242, None,
+                             answered)]
+        return ev.attribute(shell("something else", start), calls=calls)
+
+    assert owner(start - 0.2, start + 10).session_key == "agent:main:a"
+    assert owner(start + ev.CLOCK_SLACK - 0.5, start + 20) is not None   # clock slack
+    assert owner(start + ev.CLOCK_SLACK + 1, start + 20) is None   # started before the call
+    assert owner(start - 100, start - 95) is None                  # a reused pid
+    assert owner(start - 0.2, None) is None                        # no result time known
+    assert owner(start - 0.2, start - 5) is None                   # result before the call
+
+
+def test_the_same_call_in_two_sessions_is_settled_by_a_pid_of_one_of_them():
+    start = time.time()
+    calls = [ev.ExecCall("agent:main:a", "call-a", "make test", start - 0.3, 4242, None,
+                         start + 2),
+             ev.ExecCall("agent:main:b", "call-b", "make test", start - 0.6)]
+    assert ev.attribute(shell("make test", start), calls=calls).session_key == "agent:main:a"
+    tie = ev.ExecCall("agent:main:c", "call-c", "make test", start - 0.4)
+    alone = ev.judge(shell("make test", start), calls=[calls[1], tie])
+    assert alone.ambiguous and alone.owner is None
+    elsewhere = ev.judge(shell("make test", start), calls=[
+        calls[1], tie, ev.ExecCall("agent:main:d", "call-d", "ls", start - 0.4, 4242, None,
+                                   start + 1)])
+    assert elsewhere.ambiguous, "a pid of a session outside the tie conflicts with it"
+
+
+def test_two_sessions_naming_one_pid_is_ambiguous():
+    start = time.time()
+    calls = [ev.ExecCall("agent:main:a", "call-a", "x", start - 0.3, 4242, None, start + 1),
+             ev.ExecCall("agent:main:b", "call-b", "y", start - 0.2, 4242, None, start + 1)]
+    verdict = ev.judge(shell("z", start), calls=calls)
+    assert verdict.ambiguous and verdict.sessions == ("agent:main:a", "agent:main:b")
+    assert ev.attribute(shell("z", start), calls=calls) is None
+
+
+def test_malformed_pids_and_rows_are_skipped(state):
+    now = time.time()
+    bad = [0, 1, -5, 2 ** 64, 10 ** 30, "4242", 4242.0, True, None, [4242], {"pid": 4242}]
+    with agent_db(state) as writer:
+        for n, pid in enumerate(bad):
+            add_exec(writer, "agent:main:b", f"call-{n}", "sleep 1", now - 5, pid=pid)
+        add_exec(writer, "agent:main:b", "call-ok", "sleep 2", now - 5, pid=4242)
+        sid = "sid-agent:main:b"
+        for message in ({"role": "toolResult", "toolCallId": ["call-ok"]},
+                        {"role": "toolResult", "toolCallId": "call-ok", "details": [1]},
+                        {"role": "assistant", "content": 5}, "text", None):
+            writer.append_event(sid, {"type": "message", "message": message},
+                                created_at=int(now * 1000))
+    calls = {call.call_id: call for call in ev.recent_exec_calls(str(state), now=now)}
+    assert calls["call-ok"].result_pid == 4242
+    assert abs(calls["call-ok"].result_ts - (now - 5 + 0.05)) < 0.01
+    assert all(calls[f"call-{n}"].result_pid is None for n in range(len(bad)))

@@ -196,3 +196,58 @@ def test_close_is_bounded_with_a_stalled_receiver(receiver):
     started = time.monotonic()
     notifier.close(timeout=0.5)
     assert time.monotonic() - started < 3.0
+
+
+# ------------------------------------------------ issue 10 item 5: one bad record, not all
+
+
+def test_a_non_ascii_session_key_is_delivered_and_the_next_one_too(receiver):
+    """ntfy puts the key in the ``Title`` header: ``agent:main:café`` used to raise
+    UnicodeEncodeError in the worker thread, which died (no delivery ever after)."""
+    server = receiver()
+    notifier = notifier_for(WebhookConfig(url=server.url, template="ntfy"))
+    notifier.notify({**CRITICAL, "key": "agent:main:café"})
+    notifier.notify({**CRITICAL, "key": "agent:main:plain"})
+    assert notifier.flush(10)
+    notifier.close()
+    assert (notifier.delivered, notifier.failed) == (2, 0)
+    titles = [headers["Title"] for _, headers, _ in server.requests]
+    assert titles[1] == "clawwatch critical: generic_repeat on agent:main:plain"
+    from email.header import decode_header, make_header
+    assert str(make_header(decode_header(titles[0]))) == \
+        "clawwatch critical: generic_repeat on agent:main:café"
+    assert titles[0].isascii()
+
+
+def test_any_delivery_failure_is_reported_audited_and_the_worker_carries_on(receiver,
+                                                                           tmp_path):
+    from monitor.act.audit import AuditLog
+
+    server = receiver()
+    audit = AuditLog(str(tmp_path / "audit.jsonl"))
+    notifier = notifier_for(WebhookConfig(url=server.url), audit=audit)
+    notifier.notify({**CRITICAL, "key": "agent:main:broken", ("not", "json"): 1})
+    notifier.notify({**CRITICAL, "key": "agent:main:fine"})
+    assert notifier.flush(10)
+    notifier.close()
+    assert (notifier.delivered, notifier.failed) == (1, 1)
+    assert [json.loads(body)["key"] for _, _, body in server.requests] == ["agent:main:fine"]
+    assert notifier.last_error and "webhook http://127.0.0.1" in notifier.last_error
+    [error] = notifier.drain_errors()
+    assert error == notifier.last_error
+    [entry] = audit.read()
+    assert entry["event"] == "webhook-failed" and entry["key"] == "agent:main:broken"
+    assert entry["ok"] is False and entry["error"]
+
+
+def test_webhook_bodies_are_redacted(receiver):
+    server = receiver()
+    notifier = notifier_for(WebhookConfig(url=server.url, template="slack"),
+                            WebhookConfig(url=server.url))
+    notifier.notify({**CRITICAL, "message": "curl -u admin:Hunter2Hunter2 -H "
+                                            "'Authorization: Bearer abcdefghijklmnop1234'"})
+    assert notifier.flush(10)
+    notifier.close()
+    bodies = b"".join(body for _, _, body in server.requests).decode()
+    assert len(server.requests) == 2
+    assert "Hunter2Hunter2" not in bodies and "abcdefghijklmnop1234" not in bodies

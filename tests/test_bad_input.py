@@ -14,6 +14,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from monitor.sources.sqlite_agent import SqliteAgentSource
 from monitor.sources.tail import FileFollower
 
 TEN_MB = 10 * 1024 * 1024
+DEEP_JSON = b"[" * 100_000 + b"]" * 100_000     # json.loads raises RecursionError on it
 SID = "11111111-2222-3333-4444-555555555555"
 REPO = Path(__file__).resolve().parent.parent
 
@@ -72,6 +74,7 @@ BAD_TRANSCRIPT_LINES = {
     "not-an-object": (b"[1, 2, 3]", "not a JSON object"),
     "message-without-object": (b'{"type":"message","message":"hi"}', "without a message"),
     "ten-megabyte-line": (b'{"type":"message","junk":"' + b"x" * TEN_MB, "invalid JSON"),
+    "nested-too-deeply": (b'{"type":"message","message":' + DEEP_JSON + b"}", "nested too deeply"),
 }
 
 
@@ -108,6 +111,7 @@ BAD_LOG_LINES = {
     "not-tslog": (b'{"level":"info"}', "not a tslog record"),
     "not-an-object": (b'"just a string"', "not a JSON object"),
     "ten-megabyte-line": (b"y" * TEN_MB, "invalid JSON"),
+    "nested-too-deeply": (b'{"0":' + DEEP_JSON + b', "1":"x"}', "nested too deeply"),
 }
 
 
@@ -504,12 +508,13 @@ def bad_state_dir(root: Path) -> tuple[Path, Path, dict]:
     db.call(1)
     db.row(2, {"type": "x"}, zstd=b"\x28\xb5\x2f\xfd truncated")
     db.row(3, raw="{not json")
+    db.row(5, raw=DEEP_JSON.decode())
     db.call(4, compressed=True)
     db.close()
     log = root / "gw.log"
     log.write_bytes(log_line("one") + b"".join(
         bad + b"\n" for bad, _ in BAD_LOG_LINES.values() if len(bad) < TEN_MB) + log_line("two"))
-    expected = {"jsonl": len(lines) - 2, "sqlite": 2, "gateway-log": len(BAD_LOG_LINES) - 1}
+    expected = {"jsonl": len(lines) - 2, "sqlite": 3, "gateway-log": len(BAD_LOG_LINES) - 1}
     return root, log, expected
 
 
@@ -523,6 +528,23 @@ def test_replay_cli_over_bad_input_exits_0_and_counts_errors_per_source(
     assert {s["kind"]: s["errors"] for s in document["sources"]} == expected
     calls = {s["session_id"]: s["tool_calls"] for s in document["sessions"]}
     assert calls == {"legacy-1": 2, SID: 2}
+
+
+def test_deeply_nested_index_and_checkpoint_are_errors_not_crashes(tmp_path: Path) -> None:
+    state, log, _ = bad_state_dir(tmp_path / "state")
+    index = state / "agents" / "main" / "sessions" / "sessions.json"
+    index.write_bytes(b'{"agent:main:legacy":' + DEEP_JSON + b"}")
+    result = run_cli("replay", "--json", "--state-dir", str(state), "--log", str(log))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    document = json.loads(result.stdout)
+    assert {s["session_id"]: s["tool_calls"] for s in document["sessions"]}["legacy-1"] == 2
+    checkpoint = tmp_path / "checkpoint.json"
+    checkpoint.write_bytes(DEEP_JSON)
+    result = run_cli("watch", "--headless", "--json", "--seconds", "0.5", "--state-dir",
+                     str(state), "--log", str(log), "--checkpoint", str(checkpoint))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
 
 
 def test_replay_cli_over_unreadable_paths_finishes(tmp_path: Path) -> None:
@@ -553,3 +575,65 @@ def test_replay_cli_over_a_missing_path_exits_2_with_one_line(args: list[str]) -
     assert result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "/nonexistent" in result.stderr and "Traceback" not in result.stderr
+
+
+def deep_call_transcript(path: Path, depth: int) -> None:
+    """A transcript whose one tool call's arguments nest ``depth`` lists deep: decodable,
+    but deep enough to exhaust the stack of any recursive consumer after the decoder."""
+    nested = "[" * depth + "]" * depth
+    call = dumps(assistant_tool_call("deep", 1)).replace('"arguments":{', '"arguments":{"x":'
+                                                         + nested + ",", 1)
+    assert nested in call
+    path.write_text("\n".join([dumps(session_header(SID)), call,
+                               dumps(assistant_tool_call("after", 2))]) + "\n")
+
+
+def test_deeply_nested_arguments_keep_their_call_and_never_stop_the_dashboards_reader(
+        tmp_path: Path) -> None:
+    from monitor.config import load_config
+    from monitor.ui.factory import _monitor_factory
+    from monitor.ui.ingest import IngestLoop
+
+    sessions = tmp_path / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    deep_call_transcript(sessions / f"{SID}.jsonl", 900)
+    published = []
+    loop = IngestLoop(_monitor_factory(str(tmp_path), None, load_config(None)), time.time,
+                      published.append, poll_seconds=0.05)
+    reader = threading.Thread(target=loop.run)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (published and not published[-1].scanning):
+            time.sleep(0.05)
+        assert reader.is_alive(), "the ingest thread died"
+        assert [row.tool_calls for row in published[-1].rows] == [2]
+    finally:
+        loop.stop()
+        reader.join(5)
+
+
+def test_a_record_the_pipeline_cannot_fold_is_reported_and_the_rest_flow(
+        tmp_path: Path, monkeypatch) -> None:
+    from monitor.config import load_config
+    from monitor.detect.engine import DetectionEngine
+    from monitor.pipeline import Monitor
+
+    transcript = tmp_path / "s1.jsonl"
+    transcript.write_bytes(b"".join(call_line(f"c{n}") for n in range(1, 4)))
+    engine = DetectionEngine(load_config(None))
+    observe = engine.observe
+
+    def observe_or_fail(key, agent, event):
+        if isinstance(event, ToolCall) and event.call_id == "c2":
+            raise RecursionError("maximum recursion depth exceeded")
+        return observe(key, agent, event)
+
+    monkeypatch.setattr(engine, "observe", observe_or_fail)
+    monitor = Monitor(SourceSet(paths=(str(transcript),), replay=True), engine)
+    records = monitor.step() + monitor.step()
+    errors = [r for r in records if r["type"] == "error" and r["source"] == "internal"]
+    assert len(errors) == 1 and "RecursionError" in errors[0]["message"]
+    assert str(transcript) in errors[0]["path"]
+    assert sum(s.tool_calls for s in monitor.sessions.values()) == 3
+    assert monitor.internal_errors == 1

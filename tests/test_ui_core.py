@@ -71,6 +71,9 @@ SECRET_PIECES = st.sampled_from([
     "AKIA", "eyJ", ".", "api_key", "APIKEY", "ap\u0130", "token", "To\u212aen", "secret",
     "password", "pwd", "--token=", "--api-key ", "://bob:", "@", "=", ":", "'", '"', " ",
     "\n", "\t", "ABCDEFGHIJKLMNOP", "abcdefgh12345678", "0123456789", "x", "\u00e9",
+    # the shapes added for issue 10: gitleaks prefixes, env names, -u, argv pairs
+    "github_pat_", "sk_live_", "AIza", "AWS_SECRET_ACCESS_KEY", "_KEY", "secretKey", "-u ",
+    "--user=", '["--token", "', "', '", "\\", "hooks.slack.com/services/", "glpat-",
 ])
 
 
@@ -91,7 +94,7 @@ def test_redaction_gated_by_markers_masks_what_every_regex_would(text):
 def test_a_long_text_is_redacted_as_far_as_it_is_shown(text):
     """A pane shows a text's start, whitespace collapsed; redacting that start (plus the
     slack) shows what redacting the whole collapsed text would."""
-    limit, slack = 10, 40  # a slack longer than the longest minimal secret match (29)
+    limit, slack = 10, 120  # a slack longer than the longest minimal secret match (~105)
     original, redaction.REDACT_SLACK = redaction.REDACT_SLACK, slack
     try:
         start = shown_start(text, limit)

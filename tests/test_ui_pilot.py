@@ -206,6 +206,31 @@ async def test_kill_lists_pids_and_commands_and_needs_a_yes(scene):
         assert app.actions[-1].pids == (4242,)
 
 
+async def test_kill_dialog_leaves_conflicting_evidence_out_of_the_kill(scene):
+    own = ProcessInfo(4242, 1.0, "sleep 999 --loop-helper", "agent:main:night-hammer",
+                      "command matches the session's exec call")
+    disputed = ProcessInfo(5151, 1.0, "sleep 998", None, "ambiguous: …", ambiguous=True,
+                           reasons=("command text names agent:main:a",
+                                    "transcript pid names agent:main:b"))
+    app = open_app(scene, controller=RecordingController([own, disputed]))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("K")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        body = str(app.screen.body)
+        kill_part, _, left_alone = body.partition("Left alone")
+        assert "4242" in kill_part and "5151" not in kill_part
+        assert "5151" in left_alone and "transcript pid names agent:main:b" in left_alone
+        assert "Kill 1 process" in str(app.screen.title_text)
+    only_disputed = open_app(scene, controller=RecordingController([disputed]))
+    async with only_disputed.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("K")
+        await wait_for(pilot, lambda: only_disputed.controller.calls)
+        await pilot.pause(0.05)
+        assert not isinstance(only_disputed.screen, ConfirmScreen)
+
+
 async def test_kill_without_processes_does_not_ask(scene):
     controller = RecordingController([])
     app = open_app(scene, controller=controller)

@@ -15,13 +15,24 @@ ActionKind = Literal["abort", "stop-text", "cli", "kill"]
 
 @dataclass(frozen=True, slots=True)
 class ProcessInfo:
-    """A process the monitor could kill, with what proves it belongs to the session."""
+    """A process the monitor could kill, with what proves it belongs to the session.
+
+    ``ambiguous``: the evidence about it names this session and another one (or says
+    different things), so it is NOT killed; ``session_key`` is then None and ``reasons``
+    holds each piece of evidence (``evidence`` the same, joined)."""
 
     pid: int
     create_time: float
     command: str
     session_key: str | None
     evidence: str
+    ambiguous: bool = False
+    reasons: tuple[str, ...] = ()
+
+    def as_record(self) -> dict:
+        return {"pid": self.pid, "create_time": self.create_time, "command": self.command,
+                "session_key": self.session_key, "ambiguous": self.ambiguous,
+                "reasons": list(self.reasons) or [self.evidence]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +43,15 @@ class ActionResult:
     detail: str
     trigger: str | None = None
     pids: tuple[int, ...] = field(default_factory=tuple)
+    ambiguous: tuple[ProcessInfo, ...] = field(default_factory=tuple)  # left alone
 
     def as_record(self) -> dict:
-        return {"type": "action", "key": self.session_key, "action": self.action,
-                "trigger": self.trigger, "ok": self.ok, "detail": self.detail,
-                "pids": list(self.pids)}
+        record = {"type": "action", "key": self.session_key, "action": self.action,
+                  "trigger": self.trigger, "ok": self.ok, "detail": self.detail,
+                  "pids": list(self.pids)}
+        if self.ambiguous:
+            record["ambiguous"] = [info.as_record() for info in self.ambiguous]
+        return record
 
 
 class ActionController(Protocol):

@@ -3,17 +3,24 @@
 One JSON object per line: ``ts`` (ISO 8601), ``event`` (``attempt`` | ``result`` |
 ``dry-run`` | ``suppressed``), ``key``, ``action``, ``mode``, ``trigger`` (the finding:
 detector, level, count, message, at_call, or null for a manual action), ``ok``,
-``detail``, ``pids``, ``error``. Each line is written with one ``write`` on an
-``O_APPEND`` descriptor, so concurrent writers never interleave within a line, and the
-file is never truncated or rewritten.
+``detail``, ``pids``, ``error``; ``webhook-failed`` entries record a webhook delivery that
+failed (``detail`` the webhook's scheme and host, ``error`` why). Every entry is redacted
+(``monitor.redaction.redact_record``) before it is written. Each line is written with one
+``write`` on an ``O_APPEND`` descriptor, so concurrent writers never interleave within a
+line, and the file is never truncated or rewritten.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import stat
 import threading
 from datetime import UTC, datetime
+
+from monitor import untrusted_json
+from monitor.display import json_dumps
+from monitor.redaction import redact_record
+from monitor.sources.regular import OPEN_FLAGS, NotRegularFile, file_kind, open_regular_file
 
 
 def default_audit_path(env=None) -> str:
@@ -36,13 +43,18 @@ class AuditLog:
         self._lock = threading.Lock()
 
     def append(self, entry: dict) -> bool:
-        line = json.dumps({"ts": now_iso(), **entry}, ensure_ascii=False, default=str) + "\n"
+        line = json_dumps(redact_record({"ts": now_iso(), **entry}), default=str) + "\n"
         data = line.encode("utf-8")
         with self._lock:
             try:
                 os.makedirs(os.path.dirname(self.path), exist_ok=True)
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                # O_NONBLOCK: a FIFO put in the log's place fails to open instead of blocking.
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | OPEN_FLAGS,
+                             0o600)
                 try:
+                    mode = os.fstat(fd).st_mode
+                    if not stat.S_ISREG(mode):
+                        raise NotRegularFile(self.path, file_kind(mode))
                     os.write(fd, data)
                 finally:
                     os.close(fd)
@@ -54,14 +66,14 @@ class AuditLog:
     def read(self, limit: int | None = None) -> list[dict]:
         """The newest ``limit`` entries (all when None), oldest first; bad lines skipped."""
         try:
-            with open(self.path, encoding="utf-8", errors="replace") as handle:
+            with open_regular_file(self.path, "r", encoding="utf-8", errors="replace") as handle:
                 lines = handle.readlines()
         except OSError:
             return []
         entries = []
         for line in lines[-limit:] if limit else lines:
             try:
-                entry = json.loads(line)
+                entry = untrusted_json.loads(line)
             except ValueError:
                 continue
             if isinstance(entry, dict):
@@ -85,8 +97,11 @@ class AuditedController:
         base = {"key": key, "action": action, "mode": self.mode, "trigger": trigger}
         self.audit.append({"event": "attempt", **base})
         result = perform()
-        self.audit.append({"event": "result", **base, "ok": result.ok,
-                           "detail": result.detail, "pids": list(result.pids)})
+        entry = {"event": "result", **base, "ok": result.ok, "detail": result.detail,
+                 "pids": list(result.pids)}
+        if getattr(result, "ambiguous", ()):
+            entry["ambiguous"] = [info.as_record() for info in result.ambiguous]
+        self.audit.append(entry)
         return result
 
     def stop(self, session_key: str, *, method="abort", trigger: str | None = None):

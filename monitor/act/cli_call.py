@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
+from monitor import untrusted_json
 from monitor.act.gateway import GatewayError, GatewaySetupError, GatewayUnavailable, redact
 
 
@@ -74,13 +75,13 @@ def _json_tail(text: str) -> Any:
     if not text:
         return None
     try:
-        return json.loads(text)
+        return untrusted_json.loads(text)
     except ValueError:
         pass
     start = text.find("{")
     while start >= 0:
         try:
-            return json.loads(text[start:])
+            return untrusted_json.loads(text[start:])
         except ValueError:
             start = text.find("{", start + 1)
     return None

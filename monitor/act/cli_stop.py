@@ -4,18 +4,21 @@ Exit codes (shared/CONTRACT.md): 0 when the run was aborted or the session was a
 idle (with ``--kill``: and none of its exec processes is left), 1 when that could not be
 done, 2 on bad setup (no gateway URL, unreadable config, no ``openclaw`` CLI for
 ``--method cli``). Prints one line: human text, or with ``--json`` the ``action`` record.
-The attempt and its result go to the audit log.
+The attempt and its result go to the audit log. Exec shells whose evidence names this
+session and another are never killed: the detail says so, and the ``action`` record and
+the audit entry list them under ``ambiguous`` (pid, create_time, command, reasons).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 
 from monitor.act.audit import AuditLog, now_iso
 from monitor.act.controller import GatewayActionController
 from monitor.config import ConfigError, load_config
 from monitor.discovery import discover
+from monitor.display import json_dumps, printable
+from monitor.redaction import redact_record, redact_text
 
 METHODS = ("abort", "stop-text", "cli")
 
@@ -35,11 +38,12 @@ def stop_main(args, *, out=None, err=None, env=None) -> int:
     try:
         config = load_config(getattr(args, "config", None), **({"env": env} if env else {}))
     except ConfigError as exc:
-        print("\n".join(exc.errors), file=err)
+        print(printable("\n".join(exc.errors), keep_newlines=True), file=err)
         return 2
     method = getattr(args, "method", None) or config.actions.stop_method
     if method not in METHODS:
-        print(f"clawwatch stop: unknown --method {method!r} ({', '.join(METHODS)})", file=err)
+        print(printable(f"clawwatch stop: unknown --method {method!r} ({', '.join(METHODS)})"),
+              file=err)
         return 2
     found = discover(state_dir=getattr(args, "state_dir", None),
                      profile=getattr(args, "profile", None), log=getattr(args, "log", None),
@@ -49,7 +53,7 @@ def stop_main(args, *, out=None, err=None, env=None) -> int:
                                          url=getattr(args, "gateway", None))
     problem = _setup_problem(controller, method, found)
     if problem:
-        print(f"clawwatch stop: {problem}", file=err)
+        print(printable(redact_text(f"clawwatch stop: {problem}")), file=err)
         return 2
     audit = AuditLog(config.actions.audit_log, env=env)
     action = "kill" if getattr(args, "kill", False) else method
@@ -64,20 +68,21 @@ def stop_main(args, *, out=None, err=None, env=None) -> int:
         controller.close()
     audit.append({"event": "result", **base, "method": method, "ok": result.ok,
                   "detail": result.detail, "pids": list(result.pids),
+                  "ambiguous": [info.as_record() for info in result.ambiguous],
                   "error": None if result.ok else result.detail})
-    record = {**result.as_record(), "ts": now_iso()}
+    record = redact_record({**result.as_record(), "ts": now_iso()})
     if as_json:
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        out.write(json_dumps(record) + "\n")   # DEL, C1, bidi escaped (display.py)
         if not result.ok:
-            out.write(json.dumps({"type": "error", "ts": record["ts"], "source": "gateway",
-                                  "message": f"stop {key}: {result.detail}"},
-                                 ensure_ascii=False) + "\n")
+            out.write(json_dumps({"type": "error", "ts": record["ts"], "source": "gateway",
+                                  "message": redact_text(f"stop {key}: {result.detail}")})
+                      + "\n")
     else:
         verdict = "done" if result.ok else "FAILED"
-        print(f"clawwatch stop {key}: {verdict}: {result.detail}",
+        print(printable(redact_text(f"clawwatch stop {key}: {verdict}: {result.detail}")),
               file=out if result.ok else err)
     if audit.last_error:
-        print(f"clawwatch stop: warning: {audit.last_error}", file=err)
+        print(printable(f"clawwatch stop: warning: {audit.last_error}"), file=err)
     return 0 if result.ok else 1
 
 

@@ -10,7 +10,9 @@
   flight), then kill every group of the session still alive (backgrounded execs outlive
   an abort) and verify that none of their processes is left.
 * ``kill_candidates(key)``: the session's exec shells, each with the evidence that it is
-  the session's (see ``monitor.act.evidence``).
+  the session's (see ``monitor.act.evidence``), then those whose evidence names this
+  session and another (``ambiguous``, with the reasons): ``kill`` never touches those, and
+  says so in its result (``ActionResult.ambiguous``, the detail text).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from monitor.act.gateway import (
     redact,
 )
 from monitor.act.runs import RunTracker
+from monitor.redaction import register_known_secret, register_url_secrets
 
 CONFIRM_SECONDS = 2.0
 ATTRIBUTION_WAIT_SECONDS = 3.0   # a transcript row can land after its exec shell started
@@ -62,6 +65,8 @@ class GatewayActionController:
         url = url or (config.gateway.url if config is not None else None) \
             or discovered.gateway_url
         self.url, self._token = url, token
+        register_url_secrets(url)
+        register_known_secret(token)
         timeouts = {"connect_timeout": rpc_timeout, "call_timeout": rpc_timeout} \
             if rpc_timeout else {}
         self.client = client or GatewayClient(url, token, on_event=self.tracker.feed, **timeouts)
@@ -203,31 +208,41 @@ class GatewayActionController:
                                state_dir=self.discovered.state_dir)
 
     def attributed_shells(self, gateway: psutil.Process | None = None
-                          ) -> list[tuple[pt.ExecShell, ev.Attribution | None]]:
-        """Every exec shell of the gateway with the session it is proven to belong to."""
+                          ) -> list[tuple[pt.ExecShell, ev.Verdict]]:
+        """Every exec shell of the gateway with what the evidence says about its owner
+        (shells holding this monitor or its parent are left out)."""
         gateway = gateway or self.gateway_process()
         if gateway is None:
             return []
-        shells = pt.exec_shells(gateway)
+        mine = {os.getpid(), os.getppid()}
+        shells = [shell for shell in pt.exec_shells(gateway)
+                  if shell.pid not in (0, 1, gateway.pid) and not mine & set(shell.member_pids)]
         if not shells:
             return []
         state_dir = self.discovered.state_dir
         calls = ev.recent_exec_calls(state_dir)
         tasks = ev.running_background_execs(state_dir)
         reported = self.tracker.exec_pids()
-        return [(shell, ev.attribute(shell, reported=reported, calls=calls, tasks=tasks))
+        return [(shell, ev.judge(shell, reported=reported, calls=calls, tasks=tasks))
                 for shell in shells]
 
     def kill_candidates(self, session_key: str) -> list[ProcessInfo]:
-        return [ProcessInfo(shell.pid, shell.create_time, shell.command, owner.session_key,
-                            owner.evidence)
-                for shell, owner in self.attributed_shells()
-                if owner is not None and owner.session_key == session_key]
+        """The session's shells (``kill`` ends them), then the shells whose evidence names
+        this session and another (``ambiguous=True``: ``kill`` leaves them alone)."""
+        owned, ambiguous = [], []
+        for shell, verdict in self.attributed_shells():
+            if verdict.owner == session_key:
+                owned.append(ProcessInfo(shell.pid, shell.create_time, shell.command,
+                                         session_key, verdict.attribution().evidence,
+                                         reasons=verdict.reasons))
+            elif verdict.ambiguous and verdict.names(session_key):
+                ambiguous.append(_ambiguous(shell, verdict.reasons))
+        return owned + ambiguous
 
     def kill(self, session_key: str, *, trigger: str | None = None,
              method: ActionKind = "abort") -> ActionResult:
         gateway = self.gateway_process()
-        before, unproven = self._owned_waiting(session_key, gateway)
+        before, unproven, ambiguous = self._owned_waiting(session_key, gateway)
         snapshots = {shell.pid: pt.group_snapshot(shell.pid) for shell in before}
         stopped = self.stop(session_key, method=method, trigger=trigger)
         if gateway is None:
@@ -235,11 +250,25 @@ class GatewayActionController:
                                 f"{stopped.detail}; gateway process not found "
                                 "(set $OPENCLAW_GATEWAY_PID), no process killed", trigger)
         shells = {shell.pid: shell for shell in before}
-        owned_now, unproven_now = self._owned_and_unproven(session_key, gateway)
-        unproven = min(unproven, unproven_now)
-        for shell in owned_now:
-            shells.setdefault(shell.pid, shell)
-            snapshots.setdefault(shell.pid, pt.group_snapshot(shell.pid))
+        attributed = self.attributed_shells(gateway)
+        unproven = min(unproven, sum(1 for _, verdict in attributed if not verdict.claims))
+        for shell, verdict in attributed:
+            known = shells.get(shell.pid)
+            same = known is not None and known.create_time == shell.create_time
+            if verdict.owner == session_key:
+                if known is None and (shell.pid, shell.create_time) not in ambiguous:
+                    shells[shell.pid] = shell
+                    snapshots.setdefault(shell.pid, pt.group_snapshot(shell.pid))
+            elif same and verdict.claims:
+                # the evidence read after the abort names another session: hands off
+                del shells[shell.pid]
+                snapshots.pop(shell.pid, None)
+                ambiguous[(shell.pid, shell.create_time)] = _ambiguous(
+                    shell, (f"before the abort the evidence named only {session_key}",
+                           *verdict.reasons))
+            elif verdict.ambiguous and verdict.names(session_key):
+                ambiguous.setdefault((shell.pid, shell.create_time),
+                                     _ambiguous(shell, verdict.reasons))
         outcomes = []
         for shell in shells.values():
             if not pt.is_alive(shell.pid, shell.create_time):
@@ -255,6 +284,11 @@ class GatewayActionController:
         parts = [stopped.detail, f"{len(shells)} exec group(s) of the session: "
                                  f"{len(shells) - len(outcomes)} ended with the run, {killed} "
                                  "killed by clawwatch"]
+        if ambiguous:
+            parts.append(f"{len(ambiguous)} exec shell(s) left alone, the evidence conflicts: "
+                         + "; ".join(f"pid {info.pid} ({info.command[:60]}): "
+                                     + " | ".join(info.reasons)
+                                     for info in ambiguous.values()))
         if not shells and unproven:
             parts.append(f"{unproven} exec shell(s) of gateway pid {gateway.pid} not proven to "
                          "be this session's, left alone")
@@ -262,28 +296,34 @@ class GatewayActionController:
         if leftovers:
             parts.append(f"still alive: {leftovers}")
         ok = stopped.ok and not failed and not leftovers
-        return ActionResult(session_key, "kill", ok, "; ".join(parts), trigger, tuple(pids))
+        return ActionResult(session_key, "kill", ok, "; ".join(parts), trigger, tuple(pids),
+                            tuple(ambiguous.values()))
 
     def _owned_and_unproven(self, session_key: str, gateway: psutil.Process | None
-                            ) -> tuple[list[pt.ExecShell], int]:
-        """The session's exec shells, and how many shells no session could be proven to own."""
+                            ) -> tuple[list[pt.ExecShell], int,
+                                       dict[tuple[int, float], ProcessInfo]]:
+        """The session's exec shells, how many shells no evidence names, and the shells
+        whose evidence names this session and another (by pid and create time)."""
         if gateway is None:
-            return [], 0
+            return [], 0, {}
         attributed = self.attributed_shells(gateway)
-        owned = [shell for shell, owner in attributed
-                 if owner is not None and owner.session_key == session_key]
-        return owned, sum(1 for _, owner in attributed if owner is None)
+        owned = [shell for shell, verdict in attributed if verdict.owner == session_key]
+        ambiguous = {(shell.pid, shell.create_time): _ambiguous(shell, verdict.reasons)
+                     for shell, verdict in attributed
+                     if verdict.ambiguous and verdict.names(session_key)}
+        return owned, sum(1 for _, verdict in attributed if not verdict.claims), ambiguous
 
     def _owned_waiting(self, session_key: str, gateway: psutil.Process | None
-                       ) -> tuple[list[pt.ExecShell], int]:
+                       ) -> tuple[list[pt.ExecShell], int,
+                                  dict[tuple[int, float], ProcessInfo]]:
         """Like ``_owned_and_unproven``, but while none is the session's and some shell is
         unproven, read the evidence again for a few seconds: the transcript row of an exec
         call can be written after its shell started."""
         deadline = time.monotonic() + ATTRIBUTION_WAIT_SECONDS
         while True:
-            owned, unproven = self._owned_and_unproven(session_key, gateway)
+            owned, unproven, ambiguous = self._owned_and_unproven(session_key, gateway)
             if owned or not unproven or time.monotonic() >= deadline:
-                return owned, unproven
+                return owned, unproven, ambiguous
             time.sleep(ATTRIBUTION_RETRY_SECONDS)
 
     def close(self) -> None:
@@ -292,6 +332,11 @@ class GatewayActionController:
         if self._listener is not None:
             self._listener.join(timeout=2.0)
             self._listener = None
+
+
+def _ambiguous(shell: pt.ExecShell, reasons: tuple[str, ...]) -> ProcessInfo:
+    return ProcessInfo(shell.pid, shell.create_time, shell.command, None,
+                       "ambiguous: " + "; ".join(reasons), ambiguous=True, reasons=reasons)
 
 
 def _end_text(data: dict) -> str:

@@ -1,14 +1,26 @@
 """Which session an exec shell belongs to, from what OpenClaw recorded (all read-only).
 
-An exec shell's environment names no session, so ownership is proven from records:
+An exec shell's environment names no session, so ownership is proven from records, of
+four kinds:
 
-1. the gateway's ``agent`` tool events (``partialResult.details.pid``), seen live;
-2. transcript tool results that name the pid (backgrounded execs: ``details.pid``);
+1. the gateway's ``agent`` tool events (``partialResult.details.pid``), seen live; they
+   count for a process started no later than the event (and at its ``startedAt``, if sent);
+2. transcript tool results that name the pid (backgrounded execs: ``details.pid``); they
+   count only for a process started inside that call's window: after the call was made
+   (less ``CLOCK_SLACK``) and before its result was written, so a process that had the pid
+   earlier or later (a reused PID) is not named by it;
 3. the command text: the shell runs exactly the ``exec`` call's ``command``, started just
-   after that call was recorded; it counts only when no other session made the same call
-   at about the same time;
+   after that call was recorded; when another session made the same call at about the same
+   time it names both;
 4. the global DB's ``task_runs`` rows of running background execs
-   (``requester_session_key``, ``task`` = the command, ``started_at``).
+   (``requester_session_key``, ``task`` = the command, ``started_at``), the same way.
+
+A shell is a session's only when every piece of evidence that names it names that session
+(``judge``). When two sessions are named (by one kind or by two), the shell is ambiguous:
+the reasons are reported and nothing is killed. (The one allowance: identical calls of two
+sessions at the same time name both as possible owners; a pid named by one of them then
+settles it.) Malformed values (a pid that is not a
+plausible positive integer, a timestamp that is not a number) are skipped, never trusted.
 
 Agent DBs (``agents/<id>/agent/openclaw-agent.sqlite``) and the global DB
 (``state/openclaw.sqlite``) are opened with ``mode=ro``. In the legacy era the exec calls
@@ -19,7 +31,6 @@ found through ``sessions.json``), read only.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import sqlite3
 import time
@@ -30,9 +41,11 @@ from urllib.parse import quote
 
 import zstandard
 
+from monitor import untrusted_json
 from monitor.act.processes import ExecShell
 from monitor.act.runs import ExecPid
 from monitor.sources.legacy import session_file_path
+from monitor.sources.regular import check_sqlite_files, open_regular_file
 from monitor.sources.transcript import parse_timestamp
 
 RECENT_SECONDS = 6 * 3600
@@ -40,6 +53,10 @@ EVENTS_PER_SESSION = 400
 TRANSCRIPT_TAIL_BYTES = 1 << 20  # legacy era: how much of a transcript's end is read
 COMMAND_WINDOW = (-30.0, 5.0)   # call time relative to the shell's start, seconds
 AMBIGUITY_SECONDS = 1.0
+CLOCK_SLACK = 5.0      # a call's row may be written after its shell started (as in
+                       # COMMAND_WINDOW); a create time is boot time + ticks (±1 s)
+RESULT_SLACK = 1.0     # the result of a call is written after its shell started
+PID_MAX = 1 << 22      # Linux's highest possible pid_max
 BUSY_ATTEMPTS = 3
 
 
@@ -53,6 +70,7 @@ class ExecCall:
     ts: float
     result_pid: int | None = None
     process_session: str | None = None
+    result_ts: float | None = None     # when the result naming ``result_pid`` was written
 
 
 @dataclass(frozen=True)
@@ -71,7 +89,83 @@ class Attribution:
     evidence: str
 
 
+@dataclass(frozen=True)
+class Claim:
+    """One piece of evidence naming a session as the owner of a shell. ``tied``: a command
+    match that another session's identical call matches about as well (it names each of
+    them as a possible owner, none for certain)."""
+
+    kind: str          # "gateway tool event" | "transcript pid" | "command text" | "task_runs"
+    session_key: str
+    reason: str
+    tied: bool = False
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the evidence says about one shell (see ``judge``): ``owner`` when every claim
+    names that session, ``ambiguous`` when claims name different sessions (``sessions``
+    lists every session named, ``reasons`` every claim)."""
+
+    claims: tuple[Claim, ...] = ()
+
+    @property
+    def sessions(self) -> tuple[str, ...]:
+        return tuple(sorted({claim.session_key for claim in self.claims}))
+
+    @property
+    def owner(self) -> str | None:
+        certain = {claim.session_key for claim in self.claims if not claim.tied}
+        if len(certain) != 1:
+            return None
+        (owner,) = certain
+        ties: dict[str, set[str]] = {}
+        for claim in self.claims:
+            if claim.tied:
+                ties.setdefault(claim.kind, set()).add(claim.session_key)
+        return owner if all(owner in named for named in ties.values()) else None
+
+    @property
+    def ambiguous(self) -> bool:
+        return bool(self.claims) and self.owner is None
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(f"{claim.kind} names {claim.session_key}"
+                     + (" (tied with another session's identical call)" if claim.tied else "")
+                     + f": {claim.reason}" for claim in self.claims)
+
+    def names(self, session_key: str) -> bool:
+        return session_key in self.sessions
+
+    def attribution(self) -> Attribution | None:
+        owner = self.owner
+        if owner is None:
+            return None
+        return Attribution(owner, "; ".join(claim.reason for claim in self.claims))
+
+
+def valid_pid(value) -> int | None:
+    """``value`` when it is a plausible pid of an exec shell (an int above 1, not a bool,
+    at most ``PID_MAX``), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 1 < value <= PID_MAX:
+        return value
+    return None
+
+
+def _seconds(value) -> float | None:
+    """A finite, positive number (seconds or milliseconds since the epoch), else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and 0 < value < 1e15:
+        return float(value)
+    return None
+
+
 def _connect_ro(path: str) -> sqlite3.Connection:
+    try:
+        check_sqlite_files(path)     # a FIFO or a device would block or never end
+    except OSError as exc:
+        raise sqlite3.OperationalError(f"unable to open database file: {exc}") from None
     conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=2.0)
     conn.execute("PRAGMA query_only=1")
     return conn
@@ -84,7 +178,7 @@ def _decode(event_json, event_zstd, decompressor) -> dict | None:
         except zstandard.ZstdError:
             return None
     try:
-        entry = json.loads(event_json) if event_json is not None else None
+        entry = untrusted_json.loads(event_json) if event_json is not None else None
     except (ValueError, UnicodeDecodeError):
         return None
     return entry if isinstance(entry, dict) else None
@@ -131,11 +225,13 @@ def _exec_calls_in_db(path: str, since_ms: int, per_session: int) -> list[ExecCa
                 "SELECT event_json, event_zstd, created_at FROM transcript_events "
                 "WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
                 (session_id, per_session)).fetchall()
+            if key is None:
+                continue
             decompressor = zstandard.ZstdDecompressor()
-            calls.extend(_calls_in(key, ((_decode(event_json, event_zstd, decompressor),
-                                          (created_at or 0) / 1000.0)
-                                         for event_json, event_zstd, created_at
-                                         in reversed(rows))))
+            calls.extend(_calls_in(str(key), ((_decode(event_json, event_zstd, decompressor),
+                                               (_seconds(created_at) or 0.0) / 1000.0)
+                                              for event_json, event_zstd, created_at
+                                              in reversed(rows))))
     return calls
 
 
@@ -150,8 +246,8 @@ def _exec_calls_in_legacy(sessions_dir: str, since_ms: int) -> list[ExecCall]:
     """The exec calls at the end of each transcript that ``sessions.json`` says was updated
     since ``since_ms``."""
     try:
-        with open(os.path.join(sessions_dir, "sessions.json"), "rb") as handle:
-            index = json.load(handle)
+        with open_regular_file(os.path.join(sessions_dir, "sessions.json")) as handle:
+            index = untrusted_json.load(handle)
     except (OSError, ValueError):
         return []
     if not isinstance(index, dict):
@@ -172,7 +268,7 @@ def _exec_calls_in_legacy(sessions_dir: str, since_ms: int) -> list[ExecCall]:
 def _tail_entries(path: str) -> list[tuple[dict | None, float]]:
     """``(entry, seconds)`` for each complete line in the last ``TRANSCRIPT_TAIL_BYTES``."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular_file(path) as handle:
             size = handle.seek(0, os.SEEK_END)
             start = max(0, size - TRANSCRIPT_TAIL_BYTES)
             handle.seek(start)
@@ -185,7 +281,7 @@ def _tail_entries(path: str) -> list[tuple[dict | None, float]]:
     entries = []
     for line in lines[:-1]:  # the last is empty or a line still being written
         try:
-            entry = json.loads(line)
+            entry = untrusted_json.loads(line)
         except (ValueError, UnicodeDecodeError):
             continue
         if isinstance(entry, dict):
@@ -202,20 +298,24 @@ def _calls_in(key: str, entries: Iterable[tuple[dict | None, float]]) -> list[Ex
         if not isinstance(message, dict):
             continue
         if message.get("role") == "assistant":
-            for part in message.get("content") or []:
+            content = message.get("content")
+            for part in content if isinstance(content, list) else []:
                 if (isinstance(part, dict) and part.get("type") == "toolCall"
                         and part.get("name") == "exec"
                         and isinstance(part.get("arguments"), dict)
                         and isinstance(part["arguments"].get("command"), str)):
                     calls[str(part.get("id"))] = ExecCall(key, str(part.get("id")),
                                                           part["arguments"]["command"], ts)
-        elif message.get("role") == "toolResult" and message.get("toolCallId") in calls:
+        elif message.get("role") == "toolResult" and isinstance(message.get("toolCallId"), str) \
+                and message["toolCallId"] in calls:
             details = message.get("details") if isinstance(message.get("details"), dict) else {}
-            pid = details.get("pid")
-            if isinstance(pid, int) and not isinstance(pid, bool):
+            pid = valid_pid(details.get("pid"))
+            if pid is not None:
                 call = calls[message["toolCallId"]]
-                calls[call.call_id] = ExecCall(call.session_key, call.call_id, call.command,
-                                               call.ts, pid, details.get("sessionId"))
+                process_session = details.get("sessionId")
+                calls[call.call_id] = ExecCall(
+                    call.session_key, call.call_id, call.command, call.ts, pid,
+                    process_session if isinstance(process_session, str) else None, ts)
     return list(calls.values())
 
 
@@ -235,12 +335,12 @@ def running_background_execs(state_dir: str | None) -> list[BackgroundTask]:
         return []
     tasks = []
     for key, run_id, task, started_at, created_at in rows:
-        if not key:
+        if not key or not isinstance(key, str):
             continue
         process_session = run_id[5:] if isinstance(run_id, str) and run_id.startswith(
             "exec:") else None
-        started = started_at or created_at
-        tasks.append(BackgroundTask(key, process_session, task or "",
+        started = _seconds(started_at) or _seconds(created_at)
+        tasks.append(BackgroundTask(key, process_session, task if isinstance(task, str) else "",
                                     started / 1000.0 if started else None))
     return tasks
 
@@ -248,44 +348,75 @@ def running_background_execs(state_dir: str | None) -> list[BackgroundTask]:
 def attribute(shell: ExecShell, *, reported: Iterable[ExecPid] = (),
               calls: Iterable[ExecCall] = (), tasks: Iterable[BackgroundTask] = ()
               ) -> Attribution | None:
-    """The session that owns ``shell``, with the evidence; None when it cannot be proven."""
+    """The session that owns ``shell``, with the evidence; None when it cannot be proven
+    (no evidence, or evidence naming different sessions: see ``judge``)."""
+    return judge(shell, reported=reported, calls=calls, tasks=tasks).attribution()
+
+
+def judge(shell: ExecShell, *, reported: Iterable[ExecPid] = (),
+          calls: Iterable[ExecCall] = (), tasks: Iterable[BackgroundTask] = ()) -> Verdict:
+    """Every piece of evidence that names ``shell``, of every kind (see the module
+    docstring); the shell is a session's only when all of them name that session."""
+    if valid_pid(shell.pid) is None:
+        return Verdict()
+    start = shell.create_time
+    claims: list[Claim] = []
     for entry in reported:
-        if entry.pid == shell.pid and (entry.started_at is None
-                                       or abs(entry.started_at - shell.create_time) < 5):
-            return Attribution(entry.session_key,
-                               f"gateway tool event: pid {shell.pid} runs tool call "
-                               f"{entry.tool_call_id} of run {entry.run_id}")
+        if entry.pid != shell.pid:
+            continue
+        if entry.started_at is not None and abs(entry.started_at - start) >= 5:
+            continue                       # the event was about an older process
+        seen = _seconds(entry.last_output_at)
+        if seen is not None and start > seen + CLOCK_SLACK:
+            continue                       # this process started after the event: reused
+        claims.append(Claim("gateway tool event", entry.session_key,
+                            f"gateway tool event: pid {shell.pid} runs tool call "
+                            f"{entry.tool_call_id} of run {entry.run_id}"))
     calls = list(calls)
     for call in calls:
-        if call.result_pid == shell.pid and shell.create_time - 600 <= call.ts \
-                <= shell.create_time + 10:
-            return Attribution(call.session_key,
-                               f"transcript: exec call {call.call_id} reports pid {shell.pid}"
-                               + (f" (process session {call.process_session})"
-                                  if call.process_session else ""))
+        if call.result_pid != shell.pid:
+            continue
+        made, answered = _seconds(call.ts), _seconds(call.result_ts)
+        if made is None or answered is None or answered < made:
+            continue
+        if made - CLOCK_SLACK <= start <= answered + RESULT_SLACK:
+            claims.append(Claim(
+                "transcript pid", call.session_key,
+                f"transcript: exec call {call.call_id} reports pid {shell.pid}"
+                + (f" (process session {call.process_session})" if call.process_session
+                   else "")))
     low, high = COMMAND_WINDOW
-    matches = sorted(((abs(call.ts - shell.create_time), call) for call in calls
+    matches = sorted(((abs(call.ts - start), call) for call in calls
                       if call.command == shell.command
-                      and low <= call.ts - shell.create_time <= high), key=lambda m: m[0])
-    if matches and not _ambiguous(matches):
-        gap, call = matches[0]
-        return Attribution(call.session_key,
-                           f"command text matches exec call {call.call_id} made {gap:.1f} s "
-                           "from the shell's start")
-    task_matches = sorted(((abs(task.started_at - shell.create_time), task) for task in tasks
+                      and low <= call.ts - start <= high), key=lambda m: m[0])
+    closest = _closest(matches)
+    for gap, call in closest:
+        claims.append(Claim("command text", call.session_key,
+                            f"command text matches exec call {call.call_id} made {gap:.1f} s "
+                            "from the shell's start", tied=len(closest) > 1))
+    task_matches = sorted(((abs(task.started_at - start), task) for task in tasks
                            if task.command == shell.command and task.started_at is not None
-                           and abs(task.started_at - shell.create_time) < 5),
+                           and abs(task.started_at - start) < 5),
                           key=lambda m: m[0])
-    if task_matches and not _ambiguous(task_matches):
-        gap, task = task_matches[0]
-        return Attribution(task.session_key,
-                           f"task_runs: running background exec {task.process_session or '?'}"
-                           f" with this command, started {gap:.1f} s from the shell")
-    return None
+    closest = _closest(task_matches)
+    for gap, task in closest:
+        claims.append(Claim("task_runs", task.session_key,
+                            f"task_runs: running background exec "
+                            f"{task.process_session or '?'} with this command, started "
+                            f"{gap:.1f} s from the shell", tied=len(closest) > 1))
+    return Verdict(tuple(claims))
 
 
-def _ambiguous(matches: list[tuple[float, object]]) -> bool:
-    """Two sessions made the same call about as close to the shell's start."""
+def _closest(matches: list[tuple[float, object]]) -> list[tuple[float, object]]:
+    """The closest match, and those of other sessions about as close (then the match
+    names several sessions); a match much farther off does not count."""
+    if not matches:
+        return []
     best_gap, best = matches[0]
-    return any(other.session_key != best.session_key and gap - best_gap < AMBIGUITY_SECONDS
-               for gap, other in matches[1:])
+    named = {best.session_key}
+    closest = [matches[0]]
+    for gap, other in matches[1:]:
+        if gap - best_gap < AMBIGUITY_SECONDS and other.session_key not in named:
+            named.add(other.session_key)
+            closest.append((gap, other))
+    return closest

@@ -28,7 +28,13 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI, WebSocketException
 from websockets.sync.client import connect as ws_connect
 
-from monitor import __version__
+from monitor import __version__, untrusted_json
+from monitor.redaction import (
+    redact_text,
+    register_known_secret,
+    register_url_secrets,
+    url_without_userinfo,
+)
 
 PROTOCOL = 4
 _CONNECT_TAKES_PROXY = "proxy" in inspect.signature(ws_connect).parameters
@@ -83,8 +89,9 @@ class GatewayRpcError(GatewayError):
 
 
 def redact(text: str, token: str | None) -> str:
-    """``text`` with the token replaced, for anything that might be shown or logged."""
-    return text.replace(token, "<token>") if token else text
+    """``text`` with the token replaced and any other secret masked (URL userinfo, every
+    registered secret), for anything that might be shown or logged."""
+    return redact_text(text.replace(token, "<token>") if token else text)
 
 
 def _connect_error(error: Any) -> GatewayError:
@@ -135,6 +142,11 @@ class GatewayConnection:
                  on_event: Callable[[dict], None] | None = None, max_events: int = 2000) -> None:
         self.url = url
         self.token = token
+        # Error messages name the gateway without its ``user:password@``; both the password
+        # and the token are masked in anything clawwatch outputs.
+        self.shown_url = url_without_userinfo(url)
+        register_url_secrets(url)
+        register_known_secret(token)
         self.timeout = timeout
         self.on_event = on_event
         self.events: deque[dict] = deque(maxlen=max_events)
@@ -161,17 +173,20 @@ class GatewayConnection:
         try:
             self._ws = ws_connect(self.url, **options).__enter__()
         except InvalidURI as exc:
-            raise GatewaySetupError(f"bad gateway URL {self.url!r}: {exc}") from None
+            raise GatewaySetupError(f"bad gateway URL {self.shown_url!r}: "
+                                    f"{redact_text(str(exc))}") from None
         except TimeoutError:
-            raise GatewayUnavailable(f"{self.url}: no WebSocket handshake within "
+            raise GatewayUnavailable(f"{self.shown_url}: no WebSocket handshake within "
                                      f"{self.timeout:g} s") from None
         except ConnectionRefusedError:
-            raise GatewayUnavailable(f"{self.url}: connection refused (is the gateway "
+            raise GatewayUnavailable(f"{self.shown_url}: connection refused (is the gateway "
                                      "running?)") from None
         except InvalidHandshake as exc:
-            raise GatewayProtocolError(f"{self.url}: not a gateway WebSocket ({exc})") from None
+            raise GatewayProtocolError(f"{self.shown_url}: not a gateway WebSocket "
+                                       f"({redact_text(str(exc))})") from None
         except (OSError, WebSocketException) as exc:
-            raise GatewayUnavailable(f"{self.url}: cannot connect ({exc})") from None
+            raise GatewayUnavailable(f"{self.shown_url}: cannot connect "
+                                     f"({redact_text(str(exc))})") from None
         try:
             self._handshake()
         except BaseException:
@@ -185,13 +200,13 @@ class GatewayConnection:
         try:
             raw = self._ws.recv(timeout=self.timeout)
         except TimeoutError:
-            raise GatewayUnavailable(f"{self.url}: no connect.challenge within "
+            raise GatewayUnavailable(f"{self.shown_url}: no connect.challenge within "
                                      f"{self.timeout:g} s (stalled)") from None
         except ConnectionClosed as exc:
             raise _closed_error(exc) from None
         frame = _parse(raw)
         if frame is None or frame.get("event") != "connect.challenge":
-            raise GatewayProtocolError(f"{self.url}: expected connect.challenge, got "
+            raise GatewayProtocolError(f"{self.shown_url}: expected connect.challenge, got "
                                        f"{_preview(raw)}")
         self._reader = threading.Thread(target=self._read_frames, daemon=True,
                                         name="clawwatch-gateway-reader")
@@ -308,7 +323,7 @@ def _parse(raw: Any) -> dict | None:
     if isinstance(raw, bytes):
         return None
     try:
-        frame = json.loads(raw)
+        frame = untrusted_json.loads(raw)
     except ValueError:
         return None
     return frame if isinstance(frame, dict) else None
@@ -331,6 +346,8 @@ class GatewayClient:
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.url = url or ""
         self.token = token
+        register_url_secrets(self.url)
+        register_known_secret(token)
         self.connect_timeout = connect_timeout
         self.call_timeout = call_timeout
         self.attempts = max(1, attempts)

@@ -89,8 +89,9 @@ def build_action_loop(monitor, discovered, config, *, mode: str | None = None,
     ends and exec output are tracked as they happen and the first stop does not pay for
     the handshake."""
     controller = controller or GatewayActionController(discovered, config, url=gateway_url)
-    notifier = WebhookNotifier(config.alerts.webhooks) if config.alerts.webhooks else None
     audit = AuditLog(config.actions.audit_log)
+    notifier = WebhookNotifier(config.alerts.webhooks, audit=audit) \
+        if config.alerts.webhooks else None
     policy = ActionPolicy(config, controller, audit=audit, notifier=notifier, mode=mode)
     watcher = None
     engine = getattr(monitor, "engine", None)

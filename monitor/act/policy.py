@@ -1,11 +1,18 @@
 """The automatic policy: which finding leads to which action, when, and how often.
 
 For each ``finding`` record: the agent's ``actions`` config (``agents.<id>.actions`` over
-the global one) picks an action from ``triggers`` — the first of ``"detector:level"``,
-``"detector"`` (critical findings only), ``"*:level"``, ``"*"`` (critical only) — or, for
-a critical finding with no trigger, ``on_critical``. ``alert`` only alerts (webhooks
-fire on criticals anyway); ``stop`` stops the run with ``stop_method``; ``kill`` kills
-its processes and aborts it.
+the global one) picks an action, the first that is set of: ``triggers["detector:level"]``,
+``triggers["detector"]`` (critical findings only); for a critical finding of a loop
+detector (``findings.LOOP_DETECTORS``) ``on_loop_critical``, of a budget detector
+(``BUDGET_DETECTORS``) ``on_budget_critical``; ``triggers["*:level"]``, ``triggers["*"]``
+(critical only); for a critical finding, ``on_critical`` (the shorthand for both families,
+and what the other detectors' criticals use). ``alert`` only alerts (webhooks fire on
+criticals anyway); ``stop`` stops the run with ``stop_method``; ``kill`` kills its
+processes and aborts it.
+
+Loops are what a run never recovers from; budgets (tokens, tool calls per run) are limits
+the user sets, and a long productive run that crosses one may still be worth finishing,
+so the two families can act differently.
 
 Modes: ``off`` does nothing; ``dry-run`` writes what it would do (an ``action`` record
 with ``dry_run: true``, ``ok: false``, and an audit entry); ``auto`` acts on a worker
@@ -25,6 +32,7 @@ from dataclasses import dataclass
 
 from monitor.act.audit import AuditLog, now_iso
 from monitor.act.hung import agent_of
+from monitor.detect.findings import BUDGET_DETECTORS, LOOP_DETECTORS
 
 LEVELS = ("warning", "critical")
 
@@ -36,16 +44,33 @@ class Decision:
     mode: str            # dry-run | auto
 
 
+
+
+def family_action(actions, detector: str) -> str | None:
+    """``on_loop_critical`` / ``on_budget_critical`` for ``detector``'s family, if set."""
+    if detector in LOOP_DETECTORS:
+        return getattr(actions, "on_loop_critical", None)
+    if detector in BUDGET_DETECTORS:
+        return getattr(actions, "on_budget_critical", None)
+    return None
+
+
 def choose_action(actions, detector: str, level: str) -> str | None:
     """``alert`` | ``stop`` | ``kill`` for a finding, or None (see the module docstring)."""
     triggers = actions.triggers or {}
-    keys = [f"{detector}:{level}", f"*:{level}"]
-    if level == "critical":
-        keys = [f"{detector}:{level}", detector, f"*:{level}", "*"]
-    for key in keys:
+    if level != "critical":
+        return next((triggers[key] for key in (f"{detector}:{level}", f"*:{level}")
+                     if key in triggers), None)
+    for key in (f"{detector}:{level}", detector):
         if key in triggers:
             return triggers[key]
-    return actions.on_critical if level == "critical" else None
+    family = family_action(actions, detector)
+    if family is not None:
+        return family
+    for key in (f"*:{level}", "*"):
+        if key in triggers:
+            return triggers[key]
+    return actions.on_critical
 
 
 def _finding_summary(record: dict) -> dict:

@@ -15,10 +15,19 @@ Bodies (``template``):
 * anything else: the template with ``{detector}``, ``{level}``, ``{count}``, ``{tool}``,
   ``{key}``, ``{message}`` (also ``{action}``, ``{ok}``, ``{detail}``, ``{kind}``)
   replaced; a template that is JSON gets JSON-escaped values and is sent as JSON.
+
+Every record is redacted (``monitor.redaction.redact_record``) before it is rendered, and the
+webhook URLs' secrets are registered so nothing clawwatch sends or prints repeats them.
+Header values are ASCII on the wire: a non-ASCII ``Title`` (a session key ``agent:main:café``)
+is sent as RFC 2047 encoded-words, which ntfy decodes. A delivery that fails in any way
+(rendering, encoding, HTTP) is counted in ``failed``, kept in ``last_error`` and ``errors``
+(the action loop turns those into ``error`` records: the dashboard's status line, ``watch``'s
+output) and written to the audit log; the worker carries on with the next record.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import queue
 import re
@@ -28,7 +37,8 @@ from collections.abc import Callable
 
 import httpx
 
-from monitor import __version__
+from monitor import __version__, untrusted_json
+from monitor.redaction import redact_record, redact_text, register_url_secrets
 
 LEVEL_RANK = {"warning": 1, "critical": 2, "action": 3}
 _FIELD = re.compile(r"\{(detector|level|count|tool|key|message|action|ok|detail|kind|"
@@ -53,8 +63,30 @@ def fields_of(record: dict) -> dict[str, str]:
             "session_id": str(record.get("session_id") or ""), "ts": str(record.get("ts", ""))}
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def header_value(text: str) -> str:
+    """``text`` as an HTTP header value: control characters dropped, and when it is not ASCII,
+    RFC 2047 encoded-words (UTF-8, base64, at most 45 bytes each, so each word stays within
+    the RFC's 75 characters)."""
+    text = _CONTROL.sub(" ", text)
+    if text.isascii():
+        return text
+    words, chunk = [], b""
+    for char in text:
+        data = char.encode("utf-8")
+        if len(chunk) + len(data) > 45:
+            words.append(chunk)
+            chunk = b""
+        chunk += data
+    words.append(chunk)
+    return " ".join(f"=?utf-8?b?{base64.b64encode(word).decode('ascii')}?=" for word in words)
+
+
 def render(template: str | None, record: dict) -> tuple[bytes, dict[str, str]]:
-    """(body, headers) for one webhook POST."""
+    """(body, headers) for one webhook POST (the record redacted first)."""
+    record = redact_record(record)
     values = fields_of(record)
     headline = f"clawwatch {values['level']}: {values['detector']} on {values['key']}"
     if template is None:
@@ -63,7 +95,7 @@ def render(template: str | None, record: dict) -> tuple[bytes, dict[str, str]]:
     if template == "ntfy":
         urgent = values["level"] in ("critical", "action")
         return values["message"].encode(), {
-            "Content-Type": "text/plain; charset=utf-8", "Title": headline[:200],
+            "Content-Type": "text/plain; charset=utf-8", "Title": header_value(headline[:200]),
             "Priority": "urgent" if urgent else "default",
             "Tags": "rotating_light" if urgent else "warning"}
     if template == "slack":
@@ -78,7 +110,7 @@ def render(template: str | None, record: dict) -> tuple[bytes, dict[str, str]]:
     text = _FIELD.sub(substitute, template)
     if as_json:
         try:
-            json.loads(text)
+            untrusted_json.loads(text)
         except ValueError:
             as_json = False
     content_type = "application/json" if as_json else "text/plain; charset=utf-8"
@@ -96,12 +128,16 @@ class WebhookNotifier:
 
     def __init__(self, webhooks, *, queue_size: int = 200, backoff: float = 0.5,
                  transport: httpx.BaseTransport | None = None,
-                 sleep: Callable[[float], bool] | None = None) -> None:
+                 sleep: Callable[[float], bool] | None = None, audit=None) -> None:
         self.webhooks = tuple(webhooks)
+        for webhook in self.webhooks:
+            register_url_secrets(webhook.url)
         self.backoff = backoff
+        self.audit = audit
         self.dropped = 0
         self.delivered = 0
         self.failed = 0
+        self.last_error: str | None = None
         self.errors: deque[str] = deque(maxlen=100)
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self._stop = threading.Event()
@@ -149,12 +185,37 @@ class WebhookNotifier:
                 return
             try:
                 for webhook in self.webhooks:
-                    if _wanted(webhook, record) and not self._stop.is_set():
+                    try:
+                        wanted = _wanted(webhook, record)
+                    except Exception:  # a malformed record: no webhook wants it
+                        wanted = False
+                    if wanted and not self._stop.is_set():
                         self._deliver(webhook, record)
             finally:
                 self._done()
 
     def _deliver(self, webhook, record: dict) -> bool:
+        try:
+            return self._attempt(webhook, record)
+        except Exception as exc:  # a bad record or template must not end the worker
+            self._failed(webhook, record, f"{type(exc).__name__}: {exc}")
+            return False
+
+    def _failed(self, webhook, record, problem: str) -> None:
+        self.failed += 1
+        problem = redact_text(problem)
+        record = record if isinstance(record, dict) else {}
+        message = f"webhook {_safe_url(webhook.url)}: {problem}"
+        self.last_error = message
+        self.errors.append(message)
+        if self.audit is not None:
+            self.audit.append({"event": "webhook-failed", "key": record.get("key"),
+                               "action": "webhook", "mode": None,
+                               "trigger": record.get("detector") or record.get("trigger"),
+                               "ok": False, "detail": _safe_url(webhook.url),
+                               "error": problem})
+
+    def _attempt(self, webhook, record: dict) -> bool:
         body, headers = render(webhook.template, record)
         delay = self.backoff
         problem = ""
@@ -175,8 +236,7 @@ class WebhookNotifier:
             problem = f"HTTP {response.status_code}"
             if response.status_code != 429 and response.status_code < 500:
                 break
-        self.failed += 1
-        self.errors.append(f"webhook {_safe_url(webhook.url)}: {problem}")
+        self._failed(webhook, record, problem)
         return False
 
     def flush(self, timeout: float) -> bool:

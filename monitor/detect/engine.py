@@ -27,7 +27,7 @@ from monitor.config_sections import DetectionConfig
 from monitor.detect.beyond import Hit, level_for
 from monitor.detect.budgets import DailyLedger, day_of, tokens_of
 from monitor.detect.findings import LEVEL_RANK, Finding
-from monitor.detect.gateway_notice import parse_loop_line
+from monitor.detect.gateway_notice import loop_finding_message, openclaw_loop_line
 from monitor.detect.jsstable import js_trim
 from monitor.detect.loopcore import Record, Thresholds, Verdict, evaluate
 from monitor.detect.normalise import Normaliser, outcome_key
@@ -375,8 +375,10 @@ class DetectionEngine:
         level = level_for(count, cfg.warning_tool_calls, cfg.critical_tool_calls)
         if not level:
             return []
+        critical = "no critical" if cfg.critical_tool_calls is None \
+            else f"critical {cfg.critical_tool_calls}"
         hit = Hit("iteration_budget", level, count, f"run made {count} tool calls "
-                  f"(warning {cfg.warning_tool_calls}, critical {cfg.critical_tool_calls})",
+                  f"(warning {cfg.warning_tool_calls}, {critical})",
                   f"iteration_budget:{call.run_id or ''}", call.tool)
         finding = self._gate(state, hit, call.index, ts)
         return [finding] if finding else []
@@ -409,14 +411,14 @@ class DetectionEngine:
 
     def _on_notice(self, session_key: str, agent_id: str, notice: GatewayNotice
                    ) -> list[Finding]:
-        line = parse_loop_line(notice.message)
+        line = openclaw_loop_line(notice.subsystem, notice.message)
         if line is None:
             return []
-        session_id = notice.session_id
+        session_id = line.session_id or notice.session_id
         run_id = run_scope(notice.run_id)
         if not session_id and run_id:
             session_id = self._run_to_session.get(run_id)
-        key = session_key or notice.session_key or ""
+        key = session_key or line.session_key or notice.session_key or ""
         if not session_id and key:
             session_id = self._key_to_session.get(key) or (key if key in self._sessions
                                                            else None)
@@ -432,7 +434,7 @@ class DetectionEngine:
         # logged for one block share its count). Warnings follow OpenClaw's buckets of ten.
         bucket = line.count if line.level == "critical" else max(1, line.count // 10)
         tool = line.tool
-        message = f"OpenClaw {line.detector} {line.level}: {js_trim(notice.message)[:300]}"
+        message = loop_finding_message(line, key or session_id or "")
         if state is None:
             if not key and not session_id:
                 return []

@@ -8,6 +8,13 @@ from typing import Literal
 
 Level = Literal["warning", "critical"]
 LEVEL_RANK = {"warning": 1, "critical": 2}
+# Detectors that report a loop (the board calls such a session "looping"; the policy's
+# on_loop_critical applies), and those that report a budget spent (on_budget_critical).
+LOOP_DETECTORS = frozenset({
+    "generic_repeat", "known_poll_no_progress", "ping_pong", "unknown_tool_repeat",
+    "global_circuit_breaker", "argument_churn", "session_no_progress",
+    "post_compaction_repeat", "gateway_loop_notice"})
+BUDGET_DETECTORS = frozenset({"token_budget", "burn_rate", "iteration_budget"})
 _SHARED_FIELDS = ("session_key", "session_id", "tool", "pattern")
 
 

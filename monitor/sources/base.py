@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from monitor.events import SourceError, SourceKind
 
 ERROR_SAMPLES_KEPT = 5
@@ -24,6 +26,10 @@ class Source:
     backlog_bytes: int = 0
     #: How much one ``poll()`` may read; sources that read in steps set it.
     poll_budget_bytes: int
+    #: ``time.monotonic()`` after which a ``poll()`` stops at its next step boundary (having
+    #: done at least one) and sets ``behind``; None: no limit. Set by ``SourceSet.poll`` so
+    #: a step (and with it a stop signal or a quit key) never waits long.
+    deadline: float | None = None
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -33,6 +39,13 @@ class Source:
 
     def poll(self) -> list:
         raise NotImplementedError
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def note_changed(self, paths: set[str] | None) -> None:
+        """Paths the waker saw change (None: it could not tell which); a source that polls
+        idle files only now and then looks at these at once."""
 
     def checkpoint(self) -> dict:
         return {}

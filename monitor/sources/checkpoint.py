@@ -7,6 +7,9 @@ import json
 import os
 import tempfile
 
+from monitor import untrusted_json
+from monitor.sources.regular import open_regular_file
+
 CHECKPOINT_VERSION = 1
 
 
@@ -26,8 +29,8 @@ class CheckpointStore:
 
     def load(self) -> dict | None:
         try:
-            with open(self.path, encoding="utf-8") as handle:
-                data = json.load(handle)
+            with open_regular_file(self.path, "r", encoding="utf-8") as handle:
+                data = untrusted_json.load(handle)
         except FileNotFoundError:
             return None
         except (OSError, ValueError):

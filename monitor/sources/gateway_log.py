@@ -10,14 +10,19 @@ through an earlier line of the same trace.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import OrderedDict
 
+from monitor import untrusted_json
 from monitor.events import GatewayNotice, SourceError, SourceNotice
 from monitor.sources.base import Source
-from monitor.sources.tail import POLL_BUDGET_BYTES, FileFollower, FollowerState
+from monitor.sources.tail import (
+    POLL_BUDGET_BYTES,
+    READ_STEP_BYTES,
+    FileFollower,
+    FollowerState,
+)
 from monitor.sources.transcript import parse_timestamp
 
 ID_FIELD_RE = re.compile(
@@ -38,7 +43,7 @@ def _subsystem_of(record: dict) -> str | None:
     bindings = record.get("0")
     if isinstance(bindings, str) and bindings.startswith("{"):
         try:
-            parsed = json.loads(bindings)
+            parsed = untrusted_json.loads(bindings)
         except ValueError:
             return None
         if isinstance(parsed, dict) and isinstance(parsed.get("subsystem"), str):
@@ -73,7 +78,7 @@ def parse_log_line(data: bytes, origin: str = "") -> GatewayNotice:
     if "\x00" in text:
         raise MalformedLogLine("NUL byte in line")
     try:
-        record = json.loads(text)
+        record = untrusted_json.loads(text)
     except ValueError as exc:
         raise MalformedLogLine(f"invalid JSON: {exc}") from None
     if not isinstance(record, dict):
@@ -84,7 +89,11 @@ def parse_log_line(data: bytes, origin: str = "") -> GatewayNotice:
     if not message and structured is None and "0" not in record and "message" not in record:
         raise MalformedLogLine("not a tslog record (no message)")
     level = meta.get("logLevelName") if isinstance(meta.get("logLevelName"), str) else "INFO"
-    fields = {name: value.strip('"') for name, value in ID_FIELD_RE.findall(message)}
+    fields: dict[str, str] = {}
+    for name, value in ID_FIELD_RE.findall(message):
+        # The first of each: OpenClaw puts its ids first; what follows (a quoted
+        # ``message="…"``, a tool's output) must not re-attribute the line.
+        fields.setdefault(name, value.strip('"'))
     if structured:
         for key, name in STRUCTURED_ID_KEYS.items():
             value = structured.get(key)
@@ -184,30 +193,42 @@ class GatewayLogSource(Source):
         self.seen_file = False
 
     def poll(self) -> list:
+        """At most ``poll_budget_bytes``, read ``READ_STEP_BYTES`` at a time until the budget
+        or the step's ``deadline`` runs out (after at least one read)."""
         out: list = []
         budget = self.poll_budget_bytes
-        while self._pending_history and budget > 0:
+        stepped = False
+        while self._pending_history and budget > 0 and not (stepped and self.out_of_time()):
             if self._history is None:
                 self._history = FileFollower(self._pending_history[0])
-            self._emit(self._history.poll(max_bytes=budget), out)
+            self._emit(self._history.poll(max_bytes=min(budget, READ_STEP_BYTES)), out)
+            self._give_notices(self._history, out)
             budget -= self._history.bytes_read
+            stepped = True
             if self._history.behind:
-                break
+                continue
             self._history.close()
             self._history = None
             self._pending_history.pop(0)
-        if self._pending_history:
+        if self._pending_history or (stepped and self.out_of_time()):
             self.behind = True
         else:
-            self._emit(self.follower.poll(max_bytes=budget), out)
-            for notice in self.follower.take_notices():
-                if notice.error:
-                    out.append(self.error(notice.where or "-", notice.message))
-                else:
-                    out.append(SourceNotice(self.kind, self.path, notice.message))
+            while True:
+                self._emit(self.follower.poll(max_bytes=min(budget, READ_STEP_BYTES)), out)
+                budget -= self.follower.bytes_read
+                if not self.follower.behind or budget <= 0 or self.out_of_time():
+                    break
+            self._give_notices(self.follower, out)
             self.behind = self.follower.behind
         self.backlog_bytes = self._history_backlog() + self.follower.backlog_bytes
         return out
+
+    def _give_notices(self, follower: FileFollower, out: list) -> None:
+        for notice in follower.take_notices():
+            if notice.error:
+                out.append(self.error(notice.where or "-", notice.message, path=notice.path))
+            else:
+                out.append(SourceNotice(self.kind, notice.path, notice.message))
 
     def _history_backlog(self) -> int:
         unread = 0

@@ -13,18 +13,40 @@ reads at most ``poll_budget_bytes`` (``behind`` says there is more), a catch-up
 starts with the most recently modified transcripts, the directory is listed
 again only when it changed, and idle followers beyond ``MAX_OPEN_FOLLOWERS``
 are suspended so the process needs few descriptors.
+
+Idle costs nothing at rest: a follower without an open descriptor (suspended, a
+missing file, a refused FIFO or device) leaves the poll order for the idle set. An
+idle follower is looked at again (one ``stat``) when the waker names its path
+(``note_changed``), and by a safety-net sweep: every poll when there are at most
+``IDLE_CHECK_ALL`` of them, otherwise ``IDLE_CHECKS_PER_SECOND`` of them per second
+in turn, so a dir of 100,000 quiet transcripts is not stat'ed 100,000 times a poll.
+
+Only regular files are read: a FIFO, device, socket or directory named like a
+transcript, as ``sessions.json`` or by a ``sessionFile`` (a symlink is followed to
+what it names) is reported once and never opened for reading. Notices that many
+files raise at once (100,000 new empty transcripts "followed from the start") are
+given as one line with the count and a few examples.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import stat
 import time
 from collections import OrderedDict
+from itertools import islice
 
+from monitor import untrusted_json
 from monitor.events import SessionInfo, SourceNotice
 from monitor.sources.base import Source
-from monitor.sources.tail import POLL_BUDGET_BYTES, FileFollower, FollowerState
+from monitor.sources.regular import NotRegularFile, open_regular_file, refusal
+from monitor.sources.tail import (
+    POLL_BUDGET_BYTES,
+    READ_STEP_BYTES,
+    FileFollower,
+    FollowerState,
+    TailNotice,
+)
 from monitor.sources.transcript import UnknownEntry, parse_entry, parse_timestamp
 
 ARCHIVE_MARKERS = (".jsonl.reset.", ".jsonl.deleted.")
@@ -36,6 +58,17 @@ MAX_OPEN_FOLLOWERS = 64
 LISTING_RACY_SECONDS = 1.0
 #: A listing is trusted for at most this long even when the dir's mtime says nothing changed.
 LISTING_MAX_AGE_SECONDS = 30.0
+#: Idle followers (no descriptor open) are all checked on every poll up to this many ...
+IDLE_CHECK_ALL = 512
+#: ... beyond it, this many per second in turn (a stat each), plus those the waker names.
+IDLE_CHECKS_PER_SECOND = 1000
+#: The same notice from more files than this in one poll is given as one line.
+NOTICES_SHOWN_SINGLY = 3
+#: Paths named as examples in an aggregated notice.
+NOTICE_EXAMPLES = 3
+#: While a catch-up is behind, notices are gathered for at most this long before they are
+#: given (aggregated), so a catch-up over many polls gives one line per message, not one a poll.
+NOTICE_HOLD_SECONDS = 10.0
 
 
 def session_id_from_filename(name: str) -> str:
@@ -67,6 +100,9 @@ class LegacySessionsSource(Source):
         #: Followers holding descriptors, the least recently grown first.
         self._open: OrderedDict[str, None] = OrderedDict()
         self._listing: list[str] = []
+        #: ``os.listdir`` as the listing was built from it, and the index it saw.
+        self._raw_names: list[str] | None = None
+        self._listed_index: tuple | None = None
         self._listing_key: tuple | None = None
         self._listed_at = float("-inf")
         self._followed_listing: list[str] | None = None
@@ -74,6 +110,18 @@ class LegacySessionsSource(Source):
                         for p, s in (resume or {}).get("files", {}).items() if s}
         self._finished_archives: set[str] = set((resume or {}).get("archives", []))
         self._announced: dict[str, tuple] = {}
+        #: Followers without an open descriptor, in the order the safety-net sweep visits them.
+        self._idle: OrderedDict[str, None] = OrderedDict()
+        self._sweep_credit = 0.0
+        self._swept_at: float | None = None
+        #: Idle paths the waker named since the last poll; ``_hint_all`` when it lost count.
+        self._hinted: set[str] = set()
+        self._hint_all = False
+        #: Followers' notices gathered while a catch-up is behind, and since when.
+        self._held_notices: list[TailNotice] = []
+        self._held_since: float | None = None
+        #: ``abspath -> path`` of every follower, to match the waker's paths.
+        self._by_abspath: dict[str, str] = {}
 
     @property
     def index_path(self) -> str:
@@ -86,13 +134,26 @@ class LegacySessionsSource(Source):
             st = os.stat(self.index_path)
         except FileNotFoundError:
             return
-        identity = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError as exc:
+            st = None
+            identity: tuple = ("error", str(exc))
+        else:
+            identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
         if identity == self._index_identity:
             return
         self._index_identity = identity
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            out.append(self.error("sessions.json", "cannot read the session index: "
+                                  + refusal(self.index_path, st.st_mode), path=self.index_path))
+            return
         try:
-            with open(self.index_path, "rb") as handle:
-                data = json.loads(handle.read())
+            with open_regular_file(self.index_path) as handle:
+                data = untrusted_json.loads(handle.read())
+        except NotRegularFile as exc:
+            out.append(self.error("sessions.json",
+                                  f"cannot read the session index: {exc.strerror}",
+                                  path=self.index_path))
+            return
         except (OSError, ValueError) as exc:
             out.append(self.error("sessions.json", f"cannot read the session index: {exc}",
                                   path=self.index_path))
@@ -152,10 +213,20 @@ class LegacySessionsSource(Source):
         if key == self._listing_key and now - self._listed_at < LISTING_MAX_AGE_SECONDS:
             return self._listing
         try:
-            names = sorted(os.listdir(self.path))
+            raw_names = os.listdir(self.path)
         except OSError:
             self._listing_key = None
             return []
+        still_changing = time.time_ns() - st.st_mtime_ns < LISTING_RACY_SECONDS * 1e9
+        if raw_names == self._raw_names and key[3] == self._listed_index:
+            # Listed again for age or a racy mtime, and nothing changed: the same listing
+            # (an unchanged list object: the followers are not looked through again).
+            self._listing_key = None if still_changing else key
+            self._listed_at = now
+            return self._listing
+        self._raw_names = raw_names
+        self._listed_index = key[3]
+        names = sorted(raw_names)
         base = os.path.normpath(self.path)
         paths = []
         seen = set()
@@ -173,7 +244,6 @@ class LegacySessionsSource(Source):
                     paths.append(full)
         if self.only_files is not None:
             paths = [p for p in paths if os.path.abspath(p) in self.only_files]
-        still_changing = time.time_ns() - st.st_mtime_ns < LISTING_RACY_SECONDS * 1e9
         self._listing_key = None if still_changing else key
         self._listed_at = now
         self._listing = paths
@@ -199,59 +269,151 @@ class LegacySessionsSource(Source):
         for path in new:
             resume = self._resume.pop(path, None)
             self._followers[path] = FileFollower(path, resume=resume)
+            self._by_abspath[os.path.abspath(path)] = path
             self._session_ids[path] = session_id_from_filename(
                 os.path.basename(path).split(".jsonl")[0] + ".jsonl")
             size = stats[path].st_size if stats[path] else 0
             self._unstarted[path] = max(0, size - (resume.offset if resume else 0))
         self._order[self._cursor:self._cursor] = new
 
+    def note_changed(self, paths: set[str] | None) -> None:
+        """Paths the waker saw change (None: it lost count): their idle followers are
+        looked at on the next poll, whatever the sweep's turn."""
+        if paths is None:
+            self._hint_all = True
+            return
+        for changed in paths:
+            path = self._by_abspath.get(changed)
+            if path is not None and path in self._idle:
+                self._hinted.add(path)
+
+    def _wake_idle(self) -> None:
+        """Move the idle followers whose file changed back into the poll order (at the
+        cursor, so they are read first): those the waker named, and the sweep's share."""
+        count = len(self._idle)
+        now = time.monotonic()
+        elapsed = 0.0 if self._swept_at is None else now - self._swept_at
+        self._swept_at = now
+        if not count:
+            self._hinted.clear()
+            self._hint_all = False
+            self._sweep_credit = 0.0
+            return
+        if self._hint_all or count <= IDLE_CHECK_ALL:
+            due = list(self._idle)
+            self._sweep_credit = 0.0
+        else:
+            self._sweep_credit = min(float(count),
+                                     self._sweep_credit + elapsed * IDLE_CHECKS_PER_SECOND)
+            turn = int(self._sweep_credit)
+            self._sweep_credit -= turn
+            due = list(islice(self._idle, turn))
+            due += [p for p in self._hinted if p in self._idle]
+        self._hinted.clear()
+        self._hint_all = False
+        woken: list[str] = []
+        for path in due:
+            if path not in self._idle:
+                continue                                    # named twice
+            if self._followers[path].changed():
+                del self._idle[path]
+                woken.append(path)
+            else:
+                self._idle.move_to_end(path)
+        if woken:
+            self._order[self._cursor:self._cursor] = woken
+
     def poll(self) -> list:
         """The index's changes first, then transcript lines, reading at most
         ``poll_budget_bytes`` of transcripts; the next poll goes on from where this one
-        stopped. ``behind`` is True when the budget ran out in a transcript or before every
-        transcript was visited (the next poll may then find nothing left to read)."""
+        stopped. ``behind`` is True when the budget (or the step's ``deadline``) ran out in
+        a transcript or before every transcript was visited (the next poll may then find
+        nothing left to read)."""
         out: list = []
         self._read_index(out)
         self._follow_new(self._transcript_paths())
+        self._wake_idle()
         budget = self.poll_budget_bytes
         count = len(self._order)
         start = self._cursor if self._cursor < count else 0
         stopped_at: str | None = None
         finished: list[str] = []
+        idle: set[str] = set()
+        notices = self._held_notices
         for step in range(count):
             path = self._order[(start + step) % count]
-            if budget <= 0:
+            if budget <= 0 or (step and self.out_of_time()):
                 stopped_at = path
                 break
             follower = self._followers[path]
-            lines = follower.poll(max_bytes=budget)
-            budget -= follower.bytes_read
-            self._unstarted.pop(path, None)
             sid = self._session_ids[path]
-            for line in lines:
-                self._emit_line(sid, line, out)
-            for notice in follower.take_notices():
-                if notice.error:
-                    out.append(self.error(notice.where or "-", notice.message, path=path))
-                else:
-                    out.append(SourceNotice(self.kind, path, notice.message))
+            while True:
+                lines = follower.poll(max_bytes=min(budget, READ_STEP_BYTES))
+                budget -= follower.bytes_read
+                for line in lines:
+                    self._emit_line(sid, line, out)
+                if not follower.behind or budget <= 0 or self.out_of_time():
+                    break
+            self._unstarted.pop(path, None)
+            notices += follower.take_notices()
             if follower.behind:
                 stopped_at = path
                 break
             if _is_archive(path) and follower.pending_bytes == 0:
                 finished.append(path)
-            self._limit_descriptors(path, follower)
+                continue
+            self._limit_descriptors(path, follower, idle)
+            if follower.open_descriptors == 0:
+                idle.add(path)
+        idle.difference_update(finished)
+        idle.discard(stopped_at)
         for path in finished:
             self._forget(path)
+        if idle:
+            self._order = [p for p in self._order if p not in idle]
+            self._idle.update(dict.fromkeys(idle))
         self.behind = stopped_at is not None
+        if notices:
+            now = time.monotonic()
+            if self._held_since is None:
+                self._held_since = now
+            if not self.behind or now - self._held_since >= NOTICE_HOLD_SECONDS:
+                self._give_notices(notices, out)
+                notices.clear()
+                self._held_since = None
         self._cursor = self._order.index(stopped_at) if stopped_at is not None else 0
         self.backlog_bytes = sum(self._unstarted.values()) + sum(
-            f.backlog_bytes for f in self._followers.values() if f.open_descriptors)
+            self._followers[p].backlog_bytes for p in self._open)
         return out
 
-    def _limit_descriptors(self, path: str, follower: FileFollower) -> None:
+    def _give_notices(self, notices: list[TailNotice], out: list) -> None:
+        """The followers' notices as records; the same message from more than
+        ``NOTICES_SHOWN_SINGLY`` files is one record with the count and a few examples
+        (errors still count once per file)."""
+        groups: dict[tuple[bool, str], list[TailNotice]] = {}
+        for notice in notices:
+            groups.setdefault((notice.error, notice.message), []).append(notice)
+        for (error, message), group in groups.items():
+            if len(group) <= NOTICES_SHOWN_SINGLY:
+                for notice in group:
+                    if error:
+                        out.append(self.error(notice.where or "-", message, path=notice.path))
+                    else:
+                        out.append(SourceNotice(self.kind, notice.path, message))
+                continue
+            examples = ", ".join(os.path.basename(n.path) for n in group[:NOTICE_EXAMPLES])
+            text = f"{message}: {len(group)} files (e.g. {examples}, ...)"
+            if error:
+                out.append(self.error("-", text, path=self.path))
+                self.errors += len(group) - 1
+            else:
+                out.append(SourceNotice(self.kind, self.path, text))
+
+    def _limit_descriptors(self, path: str, follower: FileFollower, suspended: set[str]
+                           ) -> None:
         """Keep at most ``max_open_followers`` files open: after ``path`` was polled, suspend
-        the followers that grew least recently, as long as each can resume exactly."""
+        the followers that grew least recently, as long as each can resume exactly (adding
+        them to ``suspended``)."""
         if follower.open_descriptors == 0:
             self._open.pop(path, None)
             return
@@ -263,6 +425,7 @@ class LegacySessionsSource(Source):
         for candidate in list(self._open):
             if self._followers[candidate].suspend():
                 del self._open[candidate]
+                suspended.add(candidate)
                 if len(self._open) <= self.max_open_followers:
                     return
 
@@ -287,8 +450,10 @@ class LegacySessionsSource(Source):
     def _forget(self, path: str) -> None:
         """Stop following an archive that was read to its end."""
         self._followers.pop(path).close()
+        self._by_abspath.pop(os.path.abspath(path), None)
         self._open.pop(path, None)
         self._order.remove(path)
+        self._idle.pop(path, None)
         self._finished_archives.add(path)
 
     def _emit_line(self, sid: str, line, out: list) -> None:
@@ -304,7 +469,7 @@ class LegacySessionsSource(Source):
             out.append(self.error(where, "NUL byte in line", path=line.path))
             return
         try:
-            entry = json.loads(text)
+            entry = untrusted_json.loads(text)
         except ValueError as exc:
             out.append(self.error(where, f"invalid JSON: {exc}", path=line.path))
             return
@@ -331,7 +496,10 @@ class LegacySessionsSource(Source):
         for follower in self._followers.values():
             follower.close()
         self._followers.clear()
+        self._by_abspath.clear()
         self._order.clear()
+        self._idle.clear()
+        self._hinted.clear()
         self._open.clear()
         self._unstarted.clear()
         self._followed_listing = None

@@ -14,6 +14,10 @@ from monitor.sources.tail import FollowerState
 
 AGENT_DB = os.path.join("agent", "openclaw-agent.sqlite")
 RESCAN_SECONDS = 2.0
+#: How long one ``poll`` reads before the sources stop at their next step boundary (each
+#: makes some progress): reading and folding a step must not hold a stop signal or a quit
+#: key for seconds (folding takes about twice as long as reading).
+STEP_SECONDS = 0.1
 FIRST_POLL_BUDGET_BYTES = 1 << 20   # the first poll is small so a board shows the index at once
 
 
@@ -127,6 +131,9 @@ class SourceSet:
         """
         if time.monotonic() - self._last_scan >= RESCAN_SECONDS:
             self.rescan()
+        deadline = time.monotonic() + STEP_SECONDS
+        for source in self.sources:
+            source.deadline = deadline
         out: list = []
         transcripts = [s for s in self.sources if s.kind != "gateway-log"]
         for source in transcripts:
@@ -150,6 +157,12 @@ class SourceSet:
             return source.poll()
         finally:
             source.poll_budget_bytes = budget
+
+    def note_changed(self, paths: set[str] | None) -> None:
+        """Paths the waker saw change (None: unknown), for the sources to look at first."""
+        if paths is None or paths:
+            for source in self.sources:
+                source.note_changed(paths)
 
     @property
     def behind(self) -> bool:

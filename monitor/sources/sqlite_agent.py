@@ -26,7 +26,6 @@ schema are reported and survived.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
@@ -34,8 +33,10 @@ from urllib.parse import quote
 
 import zstandard
 
+from monitor import untrusted_json
 from monitor.events import SessionInfo, SourceNotice
 from monitor.sources.base import Source
+from monitor.sources.regular import SQLITE_SIDE_FILES, NotRegularFile, check_sqlite_files
 from monitor.sources.transcript import UnknownEntry, epoch_seconds, parse_entry
 
 KNOWN_SCHEMA_VERSION = 24
@@ -44,6 +45,8 @@ MAX_EVENT_BYTES = 4 * 1024 * 1024
 STEP_BUDGET_BYTES = 32 * 1024 * 1024
 #: Rows one poll reads at most, bounding the events a poll hands on when rows are small.
 STEP_BUDGET_ROWS = 20_000
+#: Rows read between two looks at the step's deadline.
+DEADLINE_CHECK_ROWS = 256
 #: Average decoded row size assumed for ``backlog_bytes`` until a row has been read.
 ASSUMED_ROW_BYTES = 1024
 #: Sessions with rows past the rowid high-water mark: a rowid range search, no index scan.
@@ -103,6 +106,14 @@ class SqliteAgentSource(Source):
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
+            return False
+        try:
+            check_sqlite_files(self.path)   # never a FIFO or a device: SQLite would block
+        except OSError as exc:
+            message = exc.strerror if isinstance(exc, NotRegularFile) else str(exc)
+            where = getattr(exc, "path", None) or self.path
+            out.append(self.error("open", f"cannot open the database: {where}: {message}"))
+            self._failed_on = self._file_versions()
             return False
         uri = f"file:{quote(os.path.abspath(self.path))}?mode=ro"
         conn = None
@@ -170,13 +181,13 @@ class SqliteAgentSource(Source):
         """Identity, size and mtime of the database and its WAL: a database that failed is
         tried again only once one of them changes, so a lasting fault is reported once."""
         versions = []
-        for path in (self.path, self.path + "-wal"):
+        for path in (self.path, *(self.path + suffix for suffix in SQLITE_SIDE_FILES)):
             try:
                 st = os.stat(path)
             except OSError:
                 versions.append(None)
                 continue
-            versions.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+            versions.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode))
         return tuple(versions)
 
     # -------------------------------------------------------------------- poll
@@ -256,7 +267,7 @@ class SqliteAgentSource(Source):
             return None
         self._node_versions[key] = version
         try:
-            entry = json.loads(entry_json) if entry_json else {}
+            entry = untrusted_json.loads(entry_json) if entry_json else {}
         except ValueError:
             entry = {}
         if not isinstance(entry, dict):
@@ -321,7 +332,9 @@ class SqliteAgentSource(Source):
             rows = conn.execute(sql, (sid, self.seq_cursor.get(sid, -1)))
             try:
                 for seq, event_json, event_zstd, utf8_bytes in rows:
-                    if spent_bytes >= self.poll_budget_bytes or spent_rows >= self.step_rows:
+                    if spent_bytes >= self.poll_budget_bytes or spent_rows >= self.step_rows \
+                            or (spent_rows and spent_rows % DEADLINE_CHECK_ROWS == 0
+                                and self.out_of_time()):
                         self.behind = True
                         break
                     spent_bytes += self._emit_row(sid, seq, event_json, event_zstd,
@@ -361,7 +374,7 @@ class SqliteAgentSource(Source):
             return 0
         size = len(event_json) if isinstance(event_json, (bytes, str)) else 0
         try:
-            entry = json.loads(event_json)
+            entry = untrusted_json.loads(event_json)
         except (ValueError, UnicodeDecodeError, TypeError) as exc:
             out.append(self.error(where, f"invalid event JSON: {exc}"))
             return size

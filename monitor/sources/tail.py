@@ -13,7 +13,13 @@ complete line, and the bytes of a pending partial line. On each ``poll`` it
 * reads only complete lines; a line longer than ``max_line_bytes`` is skipped
   and reported rather than buffered without bound;
 * reads at most ``max_bytes`` per poll when asked to, so a caller catching up
-  on a huge file takes it in bounded steps; ``behind`` says more is readable.
+  on a huge file takes it in bounded steps; ``behind`` says more is readable;
+* opens only regular files (``sources.regular``): a FIFO, device, socket or
+  directory at the path (or behind a symlink) is reported once, as an error
+  naming what it is, and never read; a regular file that later takes its place is.
+
+``changed()`` tells a caller with thousands of idle followers, for one ``stat``,
+whether a poll could find anything.
 
 ``suspend()`` closes the descriptor of an idle follower (a process may not keep
 one open per transcript of a large state dir) and keeps only its position; the
@@ -31,13 +37,20 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from dataclasses import dataclass, field
+
+from monitor.sources.regular import NotRegularFile, open_regular, open_regular_file, refusal
 
 READ_CHUNK_BYTES = 1 << 20
 #: Bytes one source reads per poll: large enough that catching up is fast, small enough that
 #: one step never holds the lines of a whole large history in memory at once.
 POLL_BUDGET_BYTES = 32 << 20
+#: What a source reads of one file at a time within its budget, checking its step's deadline
+#: in between: reading and folding 32 MB of transcript takes seconds, and a stop signal or a
+#: quit key must not wait for that.
+READ_STEP_BYTES = 2 << 20
 UNLIMITED = 1 << 62
 FINGERPRINT_BYTES = 1024
 DEFAULT_MAX_LINE_BYTES = 32 << 20
@@ -139,6 +152,11 @@ class FileFollower:
         self._budget = UNLIMITED
         self.notices: list[TailNotice] = []
         self._last_error: str | None = None
+        #: ``(dev, ino, mode)`` of the non-regular file (FIFO, device...) at ``path`` that was
+        #: refused, so it is reported once, not on every poll.
+        self._refused_as: tuple[int, int, int] | None = None
+        #: What the last poll's ``stat`` of ``path`` saw (``_view``), for ``changed``.
+        self._last_view: object = _NEVER_SEEN
         #: Bytes read by the last ``poll``.
         self.bytes_read = 0
         #: True when the last ``poll`` stopped at its ``max_bytes`` with more readable.
@@ -195,6 +213,19 @@ class FileFollower:
     @property
     def suspended(self) -> bool:
         return self._suspended_as is not None
+
+    def changed(self) -> bool:
+        """Whether a ``poll`` could find anything to do: True while a descriptor is open or a
+        resume is pending; otherwise one ``stat`` of the path compared with what the last poll
+        saw of it (a suspended file, a missing one, a refused FIFO or device). A caller with
+        thousands of idle followers polls only those that changed."""
+        if self._current is not None or self._draining:
+            return True
+        if self._suspended_as is not None:
+            return not self._unchanged_since_suspend()
+        if self._resume is not None:
+            return True
+        return _view(self.path) != self._last_view
 
     @property
     def open_descriptors(self) -> int:
@@ -258,18 +289,24 @@ class FileFollower:
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
+            self._last_view = None
             if self._current is not None:
                 self._retire_current("file deleted; draining what is left", lines)
             return
         except OSError as exc:
+            self._last_view = ("error", exc.errno)
             self._note(f"cannot stat: {exc.strerror or exc}", error=True)
             if self._current is not None:
                 self._read_available(self._current, lines)
             return
+        self._last_view = _view_of(st)
         current = self._current
         if current is not None and (current.dev, current.ino) != (st.st_dev, st.st_ino):
             self._retire_current("file rotated; draining the old file first", lines)
             current = None
+        if not stat.S_ISREG(st.st_mode):
+            self._refuse(st.st_dev, st.st_ino, st.st_mode)
+            return
         if current is None:
             current = self._open(st, announce=True)
             if current is None:
@@ -296,14 +333,34 @@ class FileFollower:
 
     # ----------------------------------------------------------------- opening
 
+    def _refuse(self, dev: int, ino: int, mode: int) -> None:
+        """``path`` names a FIFO, device, socket or directory: never opened nor read, and
+        reported once per such file (again only when another one takes its place)."""
+        if self._refused_as != (dev, ino, mode):
+            self._refused_as = (dev, ino, mode)
+            self._note(refusal(self.path, mode), error=True)
+
+    @property
+    def refused(self) -> bool:
+        """The path named something not a regular file when last looked at."""
+        return self._refused_as is not None and self._current is None
+
     def _open(self, st: os.stat_result | None, *, announce: bool) -> _OpenFile | None:
         try:
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = open_regular(self.path)
         except FileNotFoundError:
+            return None
+        except NotRegularFile:
+            try:
+                now = os.stat(self.path)
+                self._refuse(now.st_dev, now.st_ino, now.st_mode)
+            except OSError:
+                pass
             return None
         except OSError as exc:
             self._note(f"cannot open: {exc.strerror or exc}", error=True)
             return None
+        self._refused_as = None
         fst = os.fstat(fd)
         handle = _OpenFile(self.path, fd, fst.st_dev, fst.st_ino, size_seen=fst.st_size)
         if self._start_at_end:
@@ -359,7 +416,7 @@ class FileFollower:
             )
             return
         try:
-            fd = os.open(rotated, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = open_regular(rotated)
         except OSError as exc:
             self._note(f"cannot open the rotated file {rotated}: {exc.strerror or exc}",
                        error=True, where=f"offset {saved.offset}")
@@ -448,7 +505,7 @@ class FileFollower:
         fd = None
         if copy is not None:
             try:
-                fd = os.open(copy, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                fd = open_regular(copy)
             except OSError:
                 fd = None
         if copy is not None and fd is not None:
@@ -484,13 +541,13 @@ class FileFollower:
                 if entry.name == base or not entry.name.startswith(stem):
                     continue
                 st = entry.stat(follow_symlinks=False)
-                if st.st_size >= handle.offset:
+                if stat.S_ISREG(st.st_mode) and st.st_size >= handle.offset:
                     candidates.append((st.st_mtime, entry.path))
         except OSError:
             return None
         for _, path in sorted(candidates, reverse=True):
             try:
-                with open(path, "rb") as copy:
+                with open_regular_file(path) as copy:
                     start = max(0, handle.offset - FINGERPRINT_BYTES)
                     copy.seek(start)
                     if _digest(copy.read(handle.offset - start)) == expected:
@@ -595,6 +652,24 @@ class FileFollower:
                 return
             self._last_error = message
         self.notices.append(TailNotice(self.path, message, error, where))
+
+
+_NEVER_SEEN = object()
+
+
+def _view_of(st: os.stat_result) -> tuple:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+
+
+def _view(path: str) -> object:
+    """What ``_poll`` records of a path's ``stat``: its identity, size, times and type, None
+    when it is missing, the errno when it cannot be stat'ed."""
+    try:
+        return _view_of(os.stat(path))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return ("error", exc.errno)
 
 
 def _digest(data: bytes) -> str:

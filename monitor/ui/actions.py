@@ -3,6 +3,10 @@
 A mixin of ``ClawwatchApp`` (kept apart to keep each module readable). The
 controller is only ever called from short thread workers; results come back
 as ``ActionFinished`` / ``KillCandidatesFound`` messages handled here.
+
+Session keys, commands and messages are data: toasts go through the app's ``notify``
+(plain text, printable), dialogs get them printable, and the desktop notification
+carries only printable text (no BEL, ESC or ST can end or escape its OSC).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from collections.abc import Callable
 from functools import partial
 
 from monitor.act.api import ActionKind, ActionResult
+from monitor.display import printable
 from monitor.snapshot import Snapshot
 from monitor.ui.messages import ActionFinished, KillCandidatesFound, Rang
 from monitor.ui.screens.dialogs import ConfirmScreen
@@ -47,7 +52,7 @@ class AlertsAndActions:
         """The bell, plus an OSC 9 / OSC 777 desktop notification when configured."""
         self.bell()
         if self.terminal_notifications and not self.is_headless and self._driver is not None:
-            text = reason.replace("\x07", " ").replace("\x1b", " ")[:200]
+            text = printable(reason)[:200]
             self._driver.write(f"\x1b]9;clawwatch: {text}\x07")
             self._driver.write(f"\x1b]777;notify;clawwatch;{text}\x07")
         self.post_message(Rang(reason))
@@ -66,14 +71,15 @@ class AlertsAndActions:
         if key is None:
             return
         method = self.config.actions.stop_method
-        body = f"Abort the active run of\n\n  {key}\n\nthrough the gateway (method: {method})."
+        body = (f"Abort the active run of\n\n  {printable(key)}\n\n"
+                f"through the gateway (method: {printable(method)}).")
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self._call_controller(
                     key, "abort", partial(self.controller.stop, key, method=method))
 
-        self.push_screen(ConfirmScreen(f"Stop {key}?", body, "Stop"), answered)
+        self.push_screen(ConfirmScreen(f"Stop {printable(key)}?", body, "Stop"), answered)
 
     def action_kill(self) -> None:
         key = self._selected_key()
@@ -93,17 +99,29 @@ class AlertsAndActions:
 
     def on_kill_candidates_found(self, message: KillCandidatesFound) -> None:
         key = message.session_key
-        if not message.candidates:
-            self.notify(f"no processes of {key} to kill", severity="warning")
+        killable = [p for p in message.candidates if not p.ambiguous]
+        conflicting = [p for p in message.candidates if p.ambiguous]
+        left_alone = [f"  PID {p.pid:>7}  {printable(p.command)[:90]}\n"
+                      + "".join(f"           {printable(reason)[:120]}\n" for reason in p.reasons)
+                      for p in conflicting]
+        if not killable:
+            text = f"no processes of {key} to kill"
+            if conflicting:
+                text += (f"; {len(conflicting)} left alone, the evidence conflicts:\n"
+                         + "".join(left_alone))
+            self.notify(text, severity="warning")
             return
-        lines = [f"Kill these processes of {key} (SIGTERM, then SIGKILL)?", ""]
-        lines += [f"  PID {p.pid:>7}  {p.command[:90]}" for p in message.candidates]
+        lines = [f"Kill these processes of {printable(key)} (SIGTERM, then SIGKILL)?", ""]
+        lines += [f"  PID {p.pid:>7}  {printable(p.command)[:90]}" for p in killable]
+        if conflicting:
+            lines += ["", "Left alone, the evidence names another session too:",
+                      *"".join(left_alone).rstrip("\n").split("\n")]
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self._call_controller(key, "kill", partial(self.controller.kill, key))
 
-        self.push_screen(ConfirmScreen(f"Kill {len(message.candidates)} process(es)?",
+        self.push_screen(ConfirmScreen(f"Kill {len(killable)} process(es)?",
                                        "\n".join(lines), "Kill"), answered)
 
     def _call_controller(self, key: str, action: ActionKind,

@@ -24,6 +24,7 @@ from textual.worker import Worker, WorkerState
 
 from monitor.act.api import ActionController, ActionResult
 from monitor.config import Config
+from monitor.display import printable
 from monitor.snapshot import Snapshot
 from monitor.ui.actions import AlertsAndActions
 from monitor.ui.alerting import AlertBook
@@ -73,12 +74,12 @@ class ClawwatchApp(AlertsAndActions, App):
                  poll_seconds: float = 0.5, themes_directory: Path | None = None,
                  on_close: Iterable[Callable[[], None]] = (),
                  after_step: Callable[[object, list[dict]], list[dict]] | None = None,
-                 terminal_notifications: bool | None = None) -> None:
+                 terminal_notifications: bool | None = None, metrics=None) -> None:
         super().__init__()
         self.controller = controller
         self.config = config
         self.clock = clock
-        self.sub_title = sub_title
+        self.sub_title = printable(sub_title)
         self.requested_theme = theme or DEFAULT_THEME
         self.themes_directory = themes_directory
         self.on_close = list(on_close)
@@ -90,13 +91,21 @@ class ClawwatchApp(AlertsAndActions, App):
         self.ingest = IngestLoop(monitor_factory, clock,
                                  lambda snapshot: self.post_message(SnapshotReady(snapshot)),
                                  poll_seconds=poll_seconds, expected=expected,
-                                 after_step=after_step)
+                                 after_step=after_step, metrics=metrics)
         self.latest = Snapshot(seq=0, taken_at=clock())
         self.displayed = self.latest
         self.theme_names: list[str] = []
         self.theme_errors: list[str] = []
         self.actions: list[ActionResult] = []
         self.palette = Palette({})
+
+    def notify(self, message: str, *, title: str = "", severity="information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Every toast is plain text with its controls made visible: toasts carry session
+        keys, tool names and messages from data, which must never be parsed as markup
+        (``markup`` is accepted for Textual's signature and ignored)."""
+        super().notify(printable(message, keep_newlines=True), title=printable(title),
+                       severity=severity, timeout=timeout, markup=False)
 
     # ------------------------------------------------------------------ layout
 
@@ -339,5 +348,5 @@ class ClawwatchApp(AlertsAndActions, App):
             if main or action not in MAIN_SCREEN_ACTIONS:
                 yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
         for name in self.theme_names:
-            yield SystemCommand(f"Theme: {name}", f"Use the {name} theme",
+            yield SystemCommand(printable(f"Theme: {name}"), printable(f"Use the {name} theme"),
                                 lambda name=name: setattr(self, "theme", name))

@@ -28,8 +28,10 @@ class IngestLoop:
                  expected: Iterable[tuple[str, str | None, str]] = (),
                  min_interval: float = MIN_INTERVAL, heartbeat: float = HEARTBEAT,
                  slice_events: int | None = None,
-                 after_step: Callable[[object, list[dict]], list[dict]] | None = None) -> None:
+                 after_step: Callable[[object, list[dict]], list[dict]] | None = None,
+                 metrics=None) -> None:
         self.monitor_factory = monitor_factory
+        self.metrics = metrics          # a monitor.metrics.MetricsHub, given the monitor here
         self.after_step = after_step
         self.clock = clock
         self.publish = publish
@@ -86,6 +88,10 @@ class IngestLoop:
 
     def _run(self) -> None:
         self.monitor = monitor = self.monitor_factory()
+        step = monitor.step
+        if self.metrics is not None:
+            self.metrics.monitor = monitor
+            step = self.metrics.step
         self.builder = builder = SnapshotBuilder(monitor, self.clock, expected=self.expected)
         feed = builder.feed
         if self.slice_events:
@@ -96,16 +102,21 @@ class IngestLoop:
             return
         self._waker = Waker(feed.watch_paths(), poll_seconds=self.poll_seconds)
         monitor.quiet = True
+        note_changed = getattr(feed, "note_changed", None)
         last_publish = time.monotonic()
         dirty = False
         while not self.stopped.is_set():
             builder.focus = self._focus
             read_before = feed.read
-            records = monitor.step()
+            if note_changed is not None:
+                note_changed(self._waker.take_changed())
+            records = step()
             if self.after_step is not None and not builder.scanning:
                 records += self.after_step(monitor, records)
             while not self._inbox.empty():
                 records.append(self._inbox.get_nowait())
+            if self.metrics is not None and records:
+                self.metrics.observe(records)
             builder.absorb(records)
             dirty = dirty or bool(records) or builder.scanning
             if builder.scanning and not feed.backlog and not feed.behind \

@@ -20,6 +20,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Input
 
+from monitor.display import printable
 from monitor.snapshot import LogLine, Snapshot
 from monitor.ui.panes.base import set_title
 from monitor.ui.style import Palette, clock_time
@@ -72,10 +73,12 @@ class LogView(ScrollView, can_focus=True):
         assert palette is not None
         text = Text(no_wrap=True, end="")
         text.append(clock_time(line.ts) + " ", style=palette.muted)
-        text.append(f"{line.level:<5} ", style=palette.log_level(line.level))
+        text.append(f"{printable(line.level):<5} ", style=palette.log_level(line.level))
         if line.subsystem:
-            text.append(f"{line.subsystem} ", style=palette.style("text-secondary"))
-        text.append(line.message.replace("\n", " ⏎ "), style=palette.style("foreground"))
+            text.append(f"{printable(line.subsystem)} ", style=palette.style("text-secondary"))
+        message = printable(line.message, keep_newlines=True)
+        text.append(message.replace("\n", " ⏎ ").replace("\t", " "),
+                    style=palette.style("foreground"))
         if self.pattern is not None:
             is_current = self.current is not None and self.matches[self.current] == index
             style = palette.current_match if is_current else palette.match

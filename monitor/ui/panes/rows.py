@@ -6,7 +6,8 @@ live rows. Here a row is a key plus a hashable payload (e.g. a frozen
 ``BoardRow``); rows are replaced wholesale from the snapshot (cheap to
 compare), ``cells(payload)`` turns a payload into ``(text, style)`` cells only
 when the row is on screen (cached by payload), and the cursor follows its row
-*key* through re-sorts.
+*key* through re-sorts. Cell text is drawn as plain segments (never markup), and
+every cell goes through ``display.printable`` first, whatever the subclass put in it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from monitor.display import printable
 
 Cell = tuple[str, Style]
 Row = tuple[str, Hashable]
@@ -96,7 +99,8 @@ class RowsView(ScrollView, can_focus=True):
         if cached is None:
             if len(self._cells) >= CACHE_ROWS:
                 self._cells.clear()
-            cached = self._cells[payload] = self.cells(payload)
+            cached = self._cells[payload] = tuple(
+                (printable(text), style) for text, style in self.cells(payload))
         return cached
 
     def restyle(self) -> None:

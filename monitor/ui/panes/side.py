@@ -9,6 +9,7 @@ from textual.containers import Vertical
 from textual.widgets import Sparkline
 
 from monitor.detect.status import StreakStatus
+from monitor.display import printable
 from monitor.snapshot import BurnLine, FocusDetail, Snapshot
 from monitor.ui.panes.base import PaneStatic, set_title
 from monitor.ui.style import Palette, duration, percent, tokens
@@ -84,8 +85,10 @@ class StreaksPane(PaneStatic):
                 label = f"{status.count:g} · {label}"
             if text:
                 text.append("\n")
-            text.append(set_cell_size(status.detector, 23) + " ", style=palette.level(level))
-            text.append(set_cell_size(status.tool or "", 12) + " ", style=palette.muted)
+            text.append(set_cell_size(printable(status.detector), 23) + " ",
+                        style=palette.level(level))
+            text.append(set_cell_size(printable(status.tool or ""), 12) + " ",
+                        style=palette.muted)
             text.append_text(bar)
             text.append(" " + label, style=palette.level(level, bold=bool(level)))
         self.put(text, key, layout=False)
@@ -131,7 +134,7 @@ class BurnPane(Vertical):
                 label.put(Text("▶ loading…", style=palette.muted), layout=False)
                 data = [0.0]
             else:
-                head = Text(("▶ " if slot == 0 else "  ") + line.label[:30],
+                head = Text(("▶ " if slot == 0 else "  ") + printable(line.label)[:30],
                             style=palette.style("text-primary", bold=slot == 0))
                 head.append("  " + burn_caption(line), style=palette.level(
                     "critical" if (line.percent or 0) >= 100 else
@@ -177,9 +180,9 @@ class PingPongPane(PaneStatic):
             if text:
                 text.append("\n")
             tool = palette.style("text-primary")
-            text.append(f"{pair.tool_a}#{short_hash(pair.args_hash_a)}", style=tool)
+            text.append(printable(f"{pair.tool_a}#{short_hash(pair.args_hash_a)}"), style=tool)
             text.append(" ↔ ", style=palette.muted)
-            text.append(f"{pair.tool_b}#{short_hash(pair.args_hash_b)}", style=tool)
+            text.append(printable(f"{pair.tool_b}#{short_hash(pair.args_hash_b)}"), style=tool)
             text.append(f"  ×{pair.count}  ", style=palette.level(level, bold=bool(level)))
             text.append(f"{sides} · {verdict}",
                         style=palette.level(level) if level else palette.muted)

@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import ProgressBar
 
+from monitor.display import printable
 from monitor.snapshot import Snapshot
 from monitor.ui.panes.base import PaneStatic
 from monitor.ui.style import Palette
@@ -39,12 +40,12 @@ class StatusLine(Horizontal):
                         style=palette.style("text-primary"))
         missing = [s for s in snapshot.sources if not s.ok]
         for source in missing:
-            text.append(f"✖ {source.text}  ", style=palette.level("error"))
+            text.append(f"✖ {printable(source.text)}  ", style=palette.level("error"))
         for note in self.notes:
-            text.append(f"✖ {note}  ", style=palette.level("error"))
+            text.append(f"✖ {printable(note)}  ", style=palette.level("error"))
         fine = [s for s in snapshot.sources if s.ok]
         if fine:
-            text.append(" · ".join(s.text for s in fine), style=palette.muted)
+            text.append(printable(" · ".join(s.text for s in fine)), style=palette.muted)
         elif not missing and not snapshot.scanning:
             text.append("no sources yet", style=palette.muted)
         self.query_one("#status-text", PaneStatic).put(text, layout=False)

@@ -11,6 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Header
 
+from monitor.display import printable
 from monitor.snapshot import Snapshot, TimelineEntry
 from monitor.ui.panes.base import PaneStatic, set_title
 from monitor.ui.panes.rows import RowsView
@@ -33,17 +34,19 @@ class DetailSummary(PaneStatic):
             self.put(Text("the session is no longer on the board", style=palette.muted))
             return
         text = Text()
-        text.append(row.key, style=palette.style("text-primary", bold=True))
+        text.append(printable(row.key), style=palette.style("text-primary", bold=True))
         text.append(f"  {row.state}", style=palette.state(row.state))
-        text.append(f"  agent {row.agent} · model {row.model or '-'} · {row.tool_calls} calls · "
-                    f"in {tokens(row.tokens_in)} · out {tokens(row.tokens_out)} · "
-                    f"{tokens(row.burn_per_minute)}/min · idle {duration(row.idle_seconds)}",
-                    style=palette.style("foreground"))
+        text.append(printable(
+            f"  agent {row.agent} · model {row.model or '-'} · {row.tool_calls} calls · "
+            f"in {tokens(row.tokens_in)} · out {tokens(row.tokens_out)} · "
+            f"{tokens(row.burn_per_minute)}/min · idle {duration(row.idle_seconds)}"),
+            style=palette.style("foreground"))
         if focus is not None and focus.findings:
             latest = focus.findings[-1]
-            text.append(f"\nlatest finding: {LEVEL_GLYPH.get(latest.level, '')} "
-                        f"{latest.detector} ×{latest.count} at call {latest.at_call}: "
-                        f"{latest.message}", style=palette.level(latest.level))
+            text.append("\n" + printable(
+                f"latest finding: {LEVEL_GLYPH.get(latest.level, '')} "
+                f"{latest.detector} ×{latest.count} at call {latest.at_call}: "
+                f"{latest.message}"), style=palette.level(latest.level))
         self.put(text)
 
 
@@ -101,13 +104,13 @@ class CallDetail(PaneStatic):
         set_title(self, f"Call {call.index} · {call.tool}")
         text = Text()
         text.append("arguments  ", style=palette.muted)
-        text.append(call.arguments + "\n")
+        text.append(printable(call.arguments) + "\n")
         text.append("outcome    ", style=palette.muted)
-        text.append(call.outcome, style=palette.level("error") if call.is_error or
+        text.append(printable(call.outcome), style=palette.level("error") if call.is_error or
                     call.exit_code not in (None, 0) else palette.style("foreground"))
         if call.marks:
             text.append("\nmarks      ", style=palette.muted)
-            text.append(", ".join(f"{det} ({lvl})" for det, lvl in call.marks))
+            text.append(printable(", ".join(f"{det} ({lvl})" for det, lvl in call.marks)))
         self.put(text)
 
 

@@ -12,6 +12,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from monitor.display import printable
+from monitor.ui.text import plain
+
 HELP_KEYS = (
     ("↑ ↓  PgUp PgDn", "move in the focused table; the board's row drives the side panes"),
     ("Enter", "session detail: the tool-call timeline"),
@@ -32,7 +35,10 @@ HELP_KEYS = (
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    """Yes/no for an action; ``y``/Enter confirm, ``n``/Esc cancel."""
+    """Yes/no for an action; ``y``/Enter confirm, ``n``/Esc cancel.
+
+    ``title`` and a ``str`` ``body`` hold data (session keys, commands): they are shown as
+    plain text, never parsed as markup, with every control character made visible."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Yes"), Binding("n", "answer(False)", "No"),
@@ -40,8 +46,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def __init__(self, title: str, body: str | Text, confirm_label: str = "Yes") -> None:
         super().__init__()
-        self.title_text = title
-        self.body = body
+        self.title_text = plain(title)
+        self.body = body if isinstance(body, Text) else Text(printable(body,
+                                                                     keep_newlines=True))
         self.confirm_label = confirm_label
 
     def compose(self) -> ComposeResult:

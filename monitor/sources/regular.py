@@ -1,0 +1,116 @@
+"""Open only regular files: a FIFO, a device, a socket or a directory is refused, never read.
+
+A FIFO where a transcript should be blocks ``open()`` until a writer appears (for ever);
+``/dev/zero`` reads without end; a tty may become the controlling terminal. So every file
+clawwatch reads is opened with ``O_NONBLOCK | O_NOCTTY | O_CLOEXEC`` (an open that cannot
+block) and ``fstat``-ed: anything but ``S_ISREG`` is closed at once and ``NotRegularFile``
+raised, naming the path and what it is. ``O_NONBLOCK`` changes nothing for a regular file.
+
+Paths that can only be handed to a library (SQLite) are checked with ``check_regular``
+first (a ``stat``, which never blocks); the small race with a swap after the check is the
+library's to survive.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+OPEN_FLAGS = os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class NotRegularFile(OSError):
+    """``path`` is not a regular file; ``what`` says what it is ("a FIFO", ...)."""
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(f"{path}: not a regular file ({what}); not read")
+        self.path = path
+        self.what = what
+        self.strerror = f"not a regular file ({what}); not read"
+
+
+def file_kind(mode: int) -> str:
+    """What a ``st_mode`` names, for a message: "a FIFO", "a character device", ..."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
+
+
+def refusal(path: str, mode: int) -> str:
+    """The one message for a path that is not a regular file."""
+    return f"not a regular file ({file_kind(mode)}); not read"
+
+
+def open_regular(path: str, flags: int = os.O_RDONLY) -> int:
+    """A descriptor on ``path`` if it is a regular file (symlinks followed); raises
+    ``NotRegularFile`` otherwise, or the ``OSError`` of the open."""
+    fd = os.open(path, flags | OPEN_FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegularFile(path, file_kind(mode))
+    return fd
+
+
+def open_regular_file(path: str, mode: str = "rb", *, encoding: str | None = None,
+                      errors: str | None = None):
+    """``open(path, mode)`` for reading, refusing what is not a regular file."""
+    if any(c in mode for c in "wax+"):
+        raise ValueError("open_regular_file is for reading")
+    fd = open_regular(path)
+    try:
+        return os.fdopen(fd, mode, encoding=encoding, errors=errors)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str, *, limit: int | None = None) -> bytes:
+    """The bytes of a regular file (at most ``limit``)."""
+    with open_regular_file(path) as handle:
+        return handle.read() if limit is None else handle.read(limit)
+
+
+def read_regular_text(path: str, encoding: str = "utf-8") -> str:
+    """``Path.read_text`` that refuses what is not a regular file."""
+    with open_regular_file(path, "r", encoding=encoding) as handle:
+        return handle.read()
+
+
+def check_regular(path: str) -> os.stat_result:
+    """``os.stat(path)`` if it is a regular file; raises ``NotRegularFile`` otherwise (or
+    the ``OSError`` of the stat, e.g. ``FileNotFoundError``). For paths a library opens."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(path, file_kind(st.st_mode))
+    return st
+
+
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def check_sqlite_files(path: str) -> os.stat_result:
+    """``check_regular`` of a database and of the side files SQLite opens beside it (each
+    only if it exists): SQLite would block for ever opening a FIFO and read a device
+    without end, so only regular files are handed to it."""
+    st = check_regular(path)
+    for suffix in SQLITE_SIDE_FILES:
+        try:
+            check_regular(path + suffix)
+        except FileNotFoundError:
+            pass
+    return st

@@ -1,0 +1,66 @@
+"""JSON decoding for text that models, tools and web pages wrote.
+
+Two depths matter. ``json.loads`` recurses once per nesting level, so ``[[[[…]]]]`` a
+thousand levels deep raises ``RecursionError``, which no reader expects and which ends the
+process: ``loads`` turns that into ``UntrustedJSONError``, a ``ValueError`` like every other
+malformed line, so such a line is counted and shown where it was found. A value a few
+hundred levels deep decodes, but every recursive consumer after it (redaction, argument
+formatting, stable hashing) would then run out of stack in turn, on whatever thread reads
+it: so the parts of a value nested deeper than ``MAX_DEPTH`` are replaced by a marker
+string, and the record itself (a tool call, say) is kept.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MAX_DEPTH = 64                  # far beyond any real tool argument or transcript entry
+TOO_DEEP = f"«nested deeper than {MAX_DEPTH} levels»"
+
+
+class UntrustedJSONError(ValueError):
+    """JSON nested deeper than the decoder can follow."""
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads(text)`` with containers below ``MAX_DEPTH`` levels replaced by
+    ``TOO_DEEP``; nesting too deep to decode raises ``UntrustedJSONError`` (a ValueError)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise UntrustedJSONError("JSON nested too deeply") from None
+    # A value cannot be deeper than its count of opening brackets (a C-speed count), so
+    # almost every line skips the walk.
+    if isinstance(text, str):
+        opened = text.count("[") + text.count("{")
+    else:
+        opened = text.count(b"[") + text.count(b"{")
+    if opened > MAX_DEPTH:
+        value = clip_depth(value)
+    return value
+
+
+def load(handle) -> Any:
+    """``loads`` of what an open file holds."""
+    return loads(handle.read())
+
+
+def clip_depth(value: Any, max_depth: int = MAX_DEPTH) -> Any:
+    """``value`` with every list or dict at depth ``max_depth`` (the top being depth 1)
+    replaced by ``TOO_DEEP``, in place; iterative, so any depth is walked safely."""
+    if not isinstance(value, (list, dict)):
+        return value
+    if max_depth < 1:
+        return TOO_DEEP
+    pending: list[tuple[list | dict, int]] = [(value, 1)]
+    while pending:
+        container, depth = pending.pop()
+        slots = container.items() if isinstance(container, dict) else enumerate(container)
+        for slot, item in list(slots):
+            if isinstance(item, (list, dict)):
+                if depth + 1 > max_depth:
+                    container[slot] = TOO_DEEP
+                else:
+                    pending.append((item, depth + 1))
+    return value

@@ -1,0 +1,275 @@
+"""Issue 10 item 4: no secret reaches any output.
+
+A corpus of secrets (provider keys, env assignments, PEM blocks, ``curl -u``, argv pairs, URL
+userinfo, the gateway token clawwatch discovers) is put in tool arguments and results and in
+gateway-log lines, loop lines included, of a simulated OpenClaw state dir; then ``replay
+--json``, ``watch --json`` (dry-run actions), the audit log, a webhook body received by a
+local HTTP server, and the errors of a ``--gateway ws://user:secret@…`` that cannot connect
+must not contain any of them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from test_act_webhooks import Receiver
+
+from monitor import cli, redaction
+from monitor.redaction import REDACTED, redact, redact_text
+from monitor.sim.log_writer import LEVEL_IDS, _times
+from monitor.sim.scenarios import Scenario, ScenarioEnv, ToolStep
+from monitor.sim.session import FakeClock
+from monitor.sim.simulator import Simulator
+
+pytestmark = pytest.mark.timeout(120)
+
+START = 1_795_960_000.0
+GATEWAY_TOKEN = "gw7f3c9a1e5b2d8c4f6a0e9b7d1c3f5a2e"   # what discovery finds in openclaw.json
+GATEWAY_PASSWORD = "wsPa55wordXyz"                     # in --gateway ws://user:…@host
+PEM_BODY = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw"
+# (text, secret): each text holds the secret once; none of them may come out.
+CORPUS = {
+    "bearer": ("curl -H 'Authorization: Bearer abcdefghijklmnop1234' https://x",
+               "abcdefghijklmnop1234"),
+    "anthropic": ("ANTHROPIC=sk-ant-api03-Zq9xR2mK7vB4nL1pW8sT3yU6iO0aE5dF-g_hJ",
+                  "sk-ant-api03-Zq9xR2mK7vB4nL1pW8sT3yU6iO0aE5dF-g_hJ"),
+    "aws_env": ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIzK7MDENGzbPxRfiCYzz9Q0L1Q2a",
+                "wJalrXUtnFEMIzK7MDENGzbPxRfiCYzz9Q0L1Q2a"),
+    "aws_ini": ("aws_secret_access_key = Q9wJalrXUtnFEMIK7MDENGbPxRfiCYzzzzzzzzz",
+                "Q9wJalrXUtnFEMIK7MDENGbPxRfiCYzzzzzzzzz"),
+    "github_pat": ("gh auth login --with-token github_pat_11AAAAAAA0bcdefghijk"
+                   "lmnop_QRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNO",
+                   "github_pat_11AAAAAAA0bcdefghijklmnop_QRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                   "0123456789ABCDEFGHIJKLMNO"),
+    "stripe": ("stripe charges list --api sk_live_51HxYzAbCdEfGhIjKlMnOpQrStUv",
+               "sk_live_51HxYzAbCdEfGhIjKlMnOpQrStUv"),
+    "google": ("GET https://maps.googleapis.com/x?k=AIzaSyB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV-w",
+               "AIzaSyB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV-w"),
+    "pem": (f"cat ~/.ssh/id_rsa\n-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n"
+            f"{PEM_BODY[::-1]}\n-----END RSA PRIVATE KEY-----\n", PEM_BODY),
+    "curl_u": ("curl -sf -u admin:Hunter2Hunter2 https://api.example.com/v1",
+               "Hunter2Hunter2"),
+    "argv": ('spawn ["openclaw", "--token", "tok9c8b7a6f5e4d", "status"]', "tok9c8b7a6f5e4d"),
+    "url": ("git push https://bob:gitPassw0rd77@github.com/x/y.git", "gitPassw0rd77"),
+    "json_password": ('{"password": "correct horse battery staple"}', "horse battery staple"),
+    "gateway_token": (f"connect ok client=cli auth={GATEWAY_TOKEN[:0]}{GATEWAY_TOKEN} scopes=3",
+                      GATEWAY_TOKEN),
+    "ws_userinfo": (f"dial ws://operator:{GATEWAY_PASSWORD}@127.0.0.1:18789 failed",
+                    GATEWAY_PASSWORD),
+}
+SECRETS = [secret for _, secret in CORPUS.values()] + [PEM_BODY[::-1]]
+
+
+@pytest.fixture(autouse=True)
+def known_secrets():
+    forget = getattr(redaction, "forget_known_secrets", lambda: None)
+    forget()
+    yield
+    forget()
+
+
+def leaks(text: str) -> list[str]:
+    return [secret for secret in SECRETS if secret in text]
+
+
+# ------------------------------------------------------------------ the rules themselves
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_each_secret_kind_is_masked(name):
+    text, secret = CORPUS[name]
+    if name == "gateway_token":
+        redaction.register_known_secret(GATEWAY_TOKEN)
+    masked = redact_text(text)
+    assert secret not in masked and REDACTED in masked, masked
+
+
+def test_argv_lists_mask_the_value_after_a_secret_flag():
+    from monitor.redaction import redact_record
+
+    argv = ["curl", "-u", "bob:pw-123456", "--token", "abcdefgh", "--header", "x", "-v"]
+    assert redact(argv) == ["curl", "-u", REDACTED, "--token", REDACTED, "--header", "x",
+                            "-v"]
+    assert redact_record({"argv": argv})["argv"][2] == REDACTED
+
+
+def test_ordinary_text_is_left_alone():
+    for text in ("tool loop: sessionId=s sessionKey=agent:main:x tool=exec level=warning",
+                 "max_tokens: 4096, tokens=12", "task-runner-foo-bar-baz ran", "ls -u /tmp",
+                 "ssh://git@github.com/x.git", "key=agent:main:pp1"):
+        assert redact_text(text) == text
+
+
+def test_redact_record_keeps_the_shape_and_the_same_object_when_clean():
+    from monitor.redaction import redact_record
+
+    record = {"type": "finding", "count": 3, "tokens": {"input": 5}, "message": "ok"}
+    assert redact_record(record) is record
+    dirty = {**record, "message": CORPUS["bearer"][0]}
+    assert redact_record(dirty)["tokens"] == {"input": 5}
+    assert leaks(json.dumps(redact_record(dirty))) == []
+
+
+def test_a_webhook_urls_secret_is_registered():
+    redaction.register_url_secrets("https://ntfy.example/clawwatch-alerts-Z9y8X7w6V5")
+    assert redact_text("posted to clawwatch-alerts-Z9y8X7w6V5") == f"posted to {REDACTED}"
+
+
+# ---------------------------------------------------------- a state dir full of secrets
+
+
+def log_line(ts: float, level: str, subsystem: str, message: str) -> str:
+    bindings = json.dumps({"subsystem": subsystem})
+    date, time_text = _times(ts)
+    return json.dumps({"0": bindings, "1": message, "_meta": {
+        "runtime": "node", "hostname": "vm", "date": date,
+        "logLevelId": LEVEL_IDS.get(level, 3), "logLevelName": level, "name": bindings,
+        "parentNames": ["openclaw"]}, "time": time_text, "hostname": "vm",
+        "message": message}) + "\n"
+
+
+def secret_scenario() -> Scenario:
+    """The same exec over and over (a generic_repeat loop), its command and output full of
+    secrets."""
+    everything = "\n".join(text for text, _ in CORPUS.values())
+
+    def steps(env: ScenarioEnv):
+        while True:
+            yield ToolStep("exec", {"command": CORPUS["curl_u"][0], "env": everything,
+                                    "argv": ["openclaw", "--token", "tok9c8b7a6f5e4d"]},
+                           everything, details={"status": "completed", "exitCode": 1,
+                                                "aggregated": everything})
+
+    return Scenario("leaky", "leak", 13050, steps, "a session full of secrets")
+
+
+def write_world(root: Path) -> tuple[Path, Path, str]:
+    """(state dir, gateway log, session key)."""
+    root.mkdir(parents=True, exist_ok=True)
+    state, log = root / "state", root / "openclaw.log"
+    clock = FakeClock(START, tick=0.25)
+    sim = Simulator(state, log_path=log, clock=clock, seed=3, hostname="vm")
+    key = "agent:main:leaky"
+    try:
+        session = sim.add_session(secret_scenario(), key=key)
+        for _ in range(22):
+            sim.step(session)
+        session_id = session.session_id
+    finally:
+        sim.close()
+    (state / "openclaw.json").write_text(json.dumps(
+        {"gateway": {"port": 1, "auth": {"token": GATEWAY_TOKEN}},
+         "logging": {"file": str(log)}}))
+    everything = " ".join(" ".join(text.split()) for text, _ in CORPUS.values())
+    ts = clock.now + 1
+    lines = [
+        # OpenClaw's own diagnostic line, its message quoting secrets
+        log_line(ts, "ERROR", "diagnostic",
+                 f"tool loop: sessionId={session_id} sessionKey={key} tool=exec "
+                 f"level=critical action=block detector=generic_repeat count=23 "
+                 f"message=\"CRITICAL: {everything}\""),
+        # the gateway's token in an ordinary line
+        log_line(ts, "INFO", "gateway/ws", CORPUS["gateway_token"][0]),
+        # an exec failure quoting a loop line, with secrets around it
+        log_line(ts, "WARN", "agents/tools",
+                 f"exec failed: {everything} tool loop: sessionId={session_id} "
+                 f"sessionKey={key} tool=exec level=critical action=block "
+                 f"detector=generic_repeat count=24"),
+    ]
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write("".join(lines))
+    return state, log, key
+
+
+def run_cli(capfd, argv: list[str]) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of ``clawwatch ARGV`` (file-descriptor level: ``watch``
+    writes to the ``sys.stdout`` it was imported with)."""
+    emit = cli._emit
+    cli._emit = lambda records, as_json, out=None: emit(records, as_json, out or sys.stdout)
+    capfd.readouterr()
+    try:
+        code = cli.main(argv)
+    finally:
+        cli._emit = emit
+    sys.stdout.flush()
+    sys.stderr.flush()
+    out, err = capfd.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path):
+    for name in ("OPENCLAW_GATEWAY_TOKEN", "OPENCLAW_GATEWAY_URL", "OPENCLAW_STATE_DIR",
+                 "OPENCLAW_CONFIG_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+
+
+def test_replay_json_carries_no_secret(tmp_path, clean_env, capfd):
+    state, log, key = write_world(tmp_path)
+    code, out, _ = run_cli(capfd, ["replay", "--json", "--state-dir", str(state),
+                                   "--log", str(log)])
+    assert code == 0
+    document = json.loads(out)
+    [session] = [s for s in document["sessions"] if s["key"] == key]
+    notices = [f for f in session["findings"] if f["detector"] == "gateway_loop_notice"]
+    assert notices, "OpenClaw's own diagnostic line must still become a finding"
+    assert leaks(out) == []
+
+
+def test_watch_json_audit_log_webhooks_and_gateway_errors_carry_no_secret(tmp_path, clean_env,
+                                                                          capfd):
+    state, log, _ = write_world(tmp_path)
+    audit = tmp_path / "audit.jsonl"
+    receiver = Receiver()
+    config = tmp_path / "clawwatch.yaml"
+    config.write_text(
+        "actions:\n  mode: dry-run\n  on_critical: stop\n"
+        f"  audit_log: {json.dumps(str(audit))}\n"
+        "alerts:\n  webhooks:\n"
+        f"    - {{url: {json.dumps(receiver.url + '/json')}, min_level: warning}}\n"
+        f"    - {{url: {json.dumps(receiver.url + '/ntfy')}, template: ntfy, "
+        "min_level: warning}\n"
+        f"    - {{url: {json.dumps(receiver.url + '/slack')}, template: slack, "
+        "min_level: warning}\n")
+    try:
+        code, out, err = run_cli(capfd, [
+            "watch", "--headless", "--json", "--state-dir", str(state), "--log", str(log),
+            "--config", str(config), "--from-start", "--no-checkpoint", "--seconds", "2",
+            "--poll", "0.2", "--gateway", f"ws://operator:{GATEWAY_PASSWORD}@127.0.0.1:1"])
+    finally:
+        receiver.close()
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert any(r["type"] == "finding" and r["detector"] == "gateway_loop_notice"
+               for r in records)
+    assert any(r["type"] == "action" for r in records), "dry-run actions are audited"
+    assert leaks(out) == [] and leaks(err) == []
+    written = audit.read_text()
+    assert '"dry-run"' in written
+    assert leaks(written) == []
+    assert receiver.requests, "the webhooks were called"
+    bodies = b"\n".join(body for _, _, body in receiver.requests).decode()
+    headers = json.dumps([h for _, h, _ in receiver.requests])
+    assert leaks(bodies) == [] and leaks(headers) == []
+
+
+def test_stop_through_a_gateway_url_with_userinfo_echoes_no_password(tmp_path, clean_env,
+                                                                    capfd):
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "openclaw.json").write_text(json.dumps({"gateway": {"auth": {
+        "token": GATEWAY_TOKEN}}}))
+    url = f"ws://operator:{GATEWAY_PASSWORD}@127.0.0.1:1"
+    for extra in ([], ["--json"]):
+        code, out, err = run_cli(capfd, ["stop", "agent:main:x", "--state-dir", str(state),
+                                  "--gateway", url, "--timeout", "0.5", *extra])
+        assert code == 1
+        assert "127.0.0.1:1" in out + err, "the error still names the gateway"
+        assert leaks(out + err) == []
+    audit = (tmp_path / "xdg" / "clawwatch" / "audit.jsonl").read_text()
+    assert '"result"' in audit and leaks(audit) == []
