@@ -31,6 +31,7 @@ from monitor.act.api import ProcessInfo
 from monitor.config import Config
 from monitor.display import printable
 from monitor.ui.factory import DashboardOptions, build_app
+from monitor.ui.panes.alerts import AlertsPane
 from monitor.ui.screens.detail import DetailScreen, TimelineTable
 from monitor.ui.screens.dialogs import ConfirmScreen, HelpScreen
 
@@ -145,6 +146,10 @@ async def test_every_key_and_screen_survives_and_writes_nothing_from_data(world)
         frames.append(frame(app))
         await pilot.press("escape")
         app.book.muted = False
+        while not isinstance(app.focused, AlertsPane):  # off the alerts' top: a toast
+            await pilot.press("tab")
+        await pilot.press("end")
+        assert not app.query_one(AlertsPane).following
         world.append_log_lines(critical=True)           # a live critical: a toast
         await wait_for(pilot, lambda: any(
             a.tool == printable(HOSTILE_STRINGS[CRITICAL_NAME]) and not a.history

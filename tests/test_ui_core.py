@@ -25,7 +25,15 @@ from monitor.sim.session import FakeClock
 from monitor.sim.simulator import Simulator
 from monitor.snapshot import STALL_AFTER_SECONDS, AlertEntry, SnapshotBuilder
 from monitor.sources.sourceset import SourceSet
-from monitor.ui.alerting import BELL_MIN_INTERVAL, BELL_REPEAT_FLOOR, AlertBook
+from monitor.ui.alerting import (
+    BELL_MIN_INTERVAL,
+    BELL_REPEAT_FLOOR,
+    BURST_LONGEST,
+    BURST_QUIET,
+    AlertBook,
+    CriticalBurst,
+    burst_toast,
+)
 from monitor.ui.ingest import IngestLoop
 from monitor.ui.themes import REPO_THEMES, load_themes
 
@@ -287,6 +295,24 @@ def test_warnings_history_and_mute_never_ring_and_acks_are_per_session():
     assert book.acknowledge(alerts, "a") == 1
     assert [a.session_key for a in book.unacked_critical(alerts)] == ["b"]
     assert book.acknowledge(alerts) == 1 and book.unacked_critical(alerts) == []
+
+
+def test_a_burst_waits_for_quiet_but_not_past_its_longest_and_names_its_sessions():
+    clock = FixedClock(0.0)
+    burst = CriticalBurst(clock)
+    assert burst.add([alert(1, key="a")]) == BURST_QUIET
+    clock.now = BURST_LONGEST - 0.25
+    assert burst.add([alert(2, key="b"), alert(3, key="a")]) == pytest.approx(0.25)
+    clock.now = BURST_LONGEST + 1
+    assert burst.add([alert(4, key="c"), alert(5, key="d")]) == 0.0
+    criticals = burst.take()
+    assert [a.seq for a in criticals] == [1, 2, 3, 4, 5] and burst.take() == []
+    assert burst.add([alert(6)]) == BURST_QUIET
+    title, message = burst_toast(criticals)
+    assert title == "5 critical findings"
+    assert message == "5 criticals: a, b, c and 1 more\ngeneric_repeat (5)"
+    title, message = burst_toast([alert(7, key="solo")])
+    assert (title, message) == ("1 critical finding", "1 critical: solo\ngeneric_repeat ×20: m")
 
 
 # ---------------------------------------------------------------- themes

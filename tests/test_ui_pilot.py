@@ -18,8 +18,10 @@ from test_ui_scenes import (
     wait_for,
     write_world,
 )
+from textual.notifications import Notify
 
 from monitor.act.api import ProcessInfo
+from monitor.sim.scenarios import make_scenario
 from monitor.ui.messages import Rang
 from monitor.ui.panes.alerts import AlertsPane
 from monitor.ui.panes.board import SessionsBoard
@@ -296,6 +298,115 @@ async def test_acknowledge_mute_and_repeat(live, monkeypatch):
                                           for a in app.latest.alerts))
         await pilot.pause(0.1)
         assert rang == ["bell", "bell"]
+
+
+def burst(world, name: str, sessions: int, steps: int = 22) -> list[str]:
+    """New looping sessions, each stepped into its criticals (3 warnings, 2 criticals)."""
+    keys = [f"agent:main:{name}-{n}" for n in range(sessions)]
+    for key in keys:
+        world.sim.add_session(make_scenario("hammer"), key=key)
+        world.step(key, steps)
+    return keys
+
+
+async def criticals_of(pilot, keys: list[str]) -> None:
+    """Until every session of ``keys`` has both its criticals on display."""
+    app = pilot.app
+    await wait_for(pilot, lambda: all(
+        sum(1 for a in app.latest.alerts if a.session_key == key and a.level == "critical") == 2
+        for key in keys))
+    await pilot.pause(0.3)
+    await settle(pilot)
+
+
+async def test_alerts_pane_follows_the_newest_until_the_user_moves_away(live):
+    app = open_app(live)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        alerts = app.query_one(AlertsPane)
+        live.step("agent:main:pingpong", 7)
+        await wait_for(pilot, lambda: len(alerts.rows) >= 2)
+        await settle(pilot)
+
+        await criticals_of(pilot, burst(live, "first", 2))
+        newest = str(app.latest.alerts[-1].seq)
+        assert len(alerts.rows) > alerts.scrollable_content_region.height
+        assert (alerts.cursor, alerts.cursor_key, alerts.scroll_y) == (0, newest, 0)
+        assert alerts.following and "new" not in str(alerts.border_title)
+
+        while app.focused is not alerts:
+            await pilot.press("tab")
+        await pilot.press("down", "down")
+        held, line = alerts.cursor_key, alerts.cursor - round(alerts.scroll_y)
+        before = app.latest.alerts[-1].seq
+        await criticals_of(pilot, burst(live, "second", 2))
+        arrived = sum(1 for a in app.latest.alerts if a.seq > before)
+        assert arrived >= 10
+        assert alerts.cursor_key == held and not alerts.following
+        assert alerts.cursor - round(alerts.scroll_y) == line
+        assert str(alerts.border_title).startswith(f"Alerts · ▲ {arrived} new · all")
+
+        await pilot.press("home")
+        newest = str(app.latest.alerts[-1].seq)
+        assert (alerts.cursor, alerts.cursor_key, alerts.scroll_y) == (0, newest, 0)
+        assert alerts.following and "new" not in str(alerts.border_title)
+        await pilot.press("down", "up")
+        assert alerts.following
+        await criticals_of(pilot, burst(live, "third", 1))
+        newest = str(app.latest.alerts[-1].seq)
+        assert (alerts.cursor, alerts.cursor_key, alerts.scroll_y) == (0, newest, 0)
+
+
+def error_toasts(toasts: list):
+    def hook(message) -> None:
+        if isinstance(message, Notify) and message.notification.severity == "error":
+            toasts.append(message.notification)
+
+    return hook
+
+
+async def test_a_burst_of_criticals_is_one_toast_naming_them(live):
+    app = open_app(live)
+    toasts: list = []
+    async with app.run_test(size=SIZE, message_hook=error_toasts(toasts)) as pilot:
+        await settle(pilot)
+        alerts = app.query_one(AlertsPane)
+        live.step("agent:main:pingpong", 7)
+        await wait_for(pilot, lambda: len(alerts.rows) >= 2)
+        await settle(pilot)
+        while app.focused is not alerts:
+            await pilot.press("tab")
+        await pilot.press("down")
+        keys: list[str] = []
+        for n in range(3):                              # one session per snapshot
+            key = burst(live, f"storm{n}", 1)[0]
+            keys.append(key)
+            await wait_for(pilot, lambda key=key: any(a.session_key == key
+                                                      and a.level == "critical"
+                                                      for a in app.latest.alerts))
+        await criticals_of(pilot, keys)
+        await wait_for(pilot, lambda: toasts)
+        await pilot.pause(1.5)
+        assert len(toasts) == 1
+        assert toasts[0].message.startswith("6 criticals: ")
+        assert all(key in toasts[0].message for key in keys)
+
+
+async def test_no_toast_while_the_alerts_pane_is_in_view_and_following(live):
+    app = open_app(live)
+    toasts: list = []
+    rang: list[str] = []
+    app.bell = lambda: rang.append("bell")
+    async with app.run_test(size=SIZE, message_hook=error_toasts(toasts)) as pilot:
+        await settle(pilot)
+        await criticals_of(pilot, burst(live, "quiet", 2))
+        await pilot.pause(1.5)
+        assert toasts == [] and rang
+        await pilot.press("enter")
+        assert isinstance(app.screen, DetailScreen)
+        await criticals_of(pilot, burst(live, "hidden", 1))
+        await wait_for(pilot, lambda: toasts)
+        assert toasts[0].message.startswith("2 criticals: agent:main:hidden-0")
 
 
 async def test_pause_freezes_the_display_while_reading_goes_on(live):

@@ -1,8 +1,9 @@
 """The dashboard's alerting and action side: toasts and the bell, stop, kill, acknowledge.
 
 A mixin of ``ClawwatchApp`` (kept apart to keep each module readable). The
-controller is only ever called from short thread workers; results come back
-as ``ActionFinished`` / ``KillCandidatesFound`` messages handled here.
+controller is only ever called from ``@work`` thread workers; results come back
+as ``ActionFinished`` / ``KillCandidatesFound`` messages handled here (by handler
+name: ``@on`` is only collected on Textual's own classes, and this is a mixin).
 
 Session keys, commands and messages are data: toasts go through the app's ``notify``
 (plain text, printable), dialogs get them printable, and the desktop notification
@@ -12,36 +13,52 @@ carries only printable text (no BEL, ESC or ST can end or escape its OSC).
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+
+from textual import work
+from textual.timer import Timer
 
 from monitor.act.api import ActionKind, ActionResult
 from monitor.display import printable
 from monitor.snapshot import Snapshot
+from monitor.ui.alerting import burst_toast
 from monitor.ui.messages import ActionFinished, KillCandidatesFound, Rang
 from monitor.ui.screens.dialogs import ConfirmScreen
 
-MAX_TOASTS = 3
-
 
 class AlertsAndActions:
-    """Needs ``controller``, ``config``, ``book``, ``ingest``, ``displayed``, ``latest``,
-    ``view``, ``actions`` and ``refresh_panes`` from the app."""
+    """Needs ``controller``, ``config``, ``book``, ``burst``, ``ingest``, ``displayed``,
+    ``latest``, ``view``, ``actions``, ``alerts_pane`` and ``refresh_panes`` from the app."""
+
+    _burst_timer: Timer | None = None
 
     def _announce(self, fresh, snapshot: Snapshot) -> None:
-        """One toast per batch of new criticals (naming up to three), and the bell."""
+        """The bell at once; one toast per burst of new criticals, unless the alerts pane
+        is in view and following (it shows them at its top)."""
         criticals = [a for a in fresh if a.level == "critical"]
         if not criticals:
             return
-        lines = [f"{a.session_key}: {a.detector} ×{a.count}" for a in criticals[:MAX_TOASTS]]
-        if len(criticals) > MAX_TOASTS:
-            lines.append(f"and {len(criticals) - MAX_TOASTS} more")
-        if len(criticals) == 1:
-            lines.append(criticals[0].message[:200])
-        self.notify("\n".join(lines), title=f"{len(criticals)} critical finding"
-                    + ("s" if len(criticals) > 1 else ""), severity="error", timeout=8)
         if self.book.should_ring(len(criticals), snapshot.alerts):
             first = criticals[0]
             self.ring(f"{first.session_key}: {first.detector} critical")
+        if self._alerts_in_view():
+            return
+        wait = self.burst.add(criticals)
+        if self._burst_timer is not None:
+            self._burst_timer.stop()
+        self._burst_timer = self.set_timer(wait, self._toast_burst, name="critical burst")
+
+    def _toast_burst(self) -> None:
+        self._burst_timer = None
+        criticals = self.burst.take()
+        if criticals and not self._alerts_in_view():
+            title, text = burst_toast(criticals)
+            self.notify(text, title=title, severity="error", timeout=8)
+
+    def _alerts_in_view(self) -> bool:
+        """The alerts pane is on the screen in front, following, and shows the latest."""
+        pane = self.alerts_pane
+        return (pane.following and not self.view.paused and pane.screen is self.screen
+                and pane.is_on_screen)
 
     def repeat_bell(self) -> None:
         """Ring again while a critical is unacknowledged (rate-limited by the AlertBook)."""
@@ -76,26 +93,25 @@ class AlertsAndActions:
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._call_controller(
-                    key, "abort", partial(self.controller.stop, key, method=method))
+                self._stop_session(key, method)
 
         self.push_screen(ConfirmScreen(f"Stop {printable(key)}?", body, "Stop"), answered)
 
     def action_kill(self) -> None:
         key = self._selected_key()
-        if key is None:
+        if key is not None:
+            self._find_kill_candidates(key)
+
+    @work(thread=True, group="actions", exit_on_error=False,
+          description="list the processes a kill would end")
+    def _find_kill_candidates(self, key: str) -> None:
+        try:
+            found = self.controller.kill_candidates(key)
+        except Exception as exc:
+            self.post_message(ActionFinished(ActionResult(key, "kill", False,
+                                                          f"cannot list processes: {exc}")))
             return
-
-        def find() -> None:
-            try:
-                found = self.controller.kill_candidates(key)
-            except Exception as exc:
-                self.post_message(ActionFinished(ActionResult(key, "kill", False,
-                                                              f"cannot list processes: {exc}")))
-                return
-            self.post_message(KillCandidatesFound(key, list(found)))
-
-        self.run_worker(find, thread=True, group="actions", exit_on_error=False)
+        self.post_message(KillCandidatesFound(key, list(found)))
 
     def on_kill_candidates_found(self, message: KillCandidatesFound) -> None:
         key = message.session_key
@@ -119,21 +135,29 @@ class AlertsAndActions:
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._call_controller(key, "kill", partial(self.controller.kill, key))
+                self._kill_session(key)
 
         self.push_screen(ConfirmScreen(f"Kill {len(killable)} process(es)?",
                                        "\n".join(lines), "Kill"), answered)
 
-    def _call_controller(self, key: str, action: ActionKind,
-                         call: Callable[[], ActionResult]) -> None:
-        def job() -> None:
-            try:
-                result = call()
-            except Exception as exc:
-                result = ActionResult(key, action, False, f"{action} failed: {exc}")
-            self.post_message(ActionFinished(result))
+    @work(thread=True, group="actions", exit_on_error=False,
+          description="stop a session through the gateway")
+    def _stop_session(self, key: str, method: str) -> None:
+        self._controller_call(key, "abort", lambda: self.controller.stop(key, method=method))
 
-        self.run_worker(job, thread=True, group="actions", exit_on_error=False)
+    @work(thread=True, group="actions", exit_on_error=False,
+          description="kill a session's processes")
+    def _kill_session(self, key: str) -> None:
+        self._controller_call(key, "kill", lambda: self.controller.kill(key))
+
+    def _controller_call(self, key: str, action: ActionKind,
+                         call: Callable[[], ActionResult]) -> None:
+        """Run ``call`` (in a worker thread) and post its result, a failure included."""
+        try:
+            result = call()
+        except Exception as exc:
+            result = ActionResult(key, action, False, f"{action} failed: {exc}")
+        self.post_message(ActionFinished(result))
 
     def on_action_finished(self, message: ActionFinished) -> None:
         result = message.result

@@ -5,6 +5,10 @@ never does). Bursts ring once: at most one bell per ``BELL_MIN_INTERVAL``.
 While an unacknowledged critical remains and ``bell_repeat_seconds`` is set,
 the bell repeats, never more often than ``BELL_REPEAT_FLOOR``. Muting stops
 both; toasts still appear.
+
+Toasts come one per burst: criticals that arrive within ``BURST_QUIET`` of each
+other (for at most ``BURST_LONGEST``) are gathered by ``CriticalBurst`` and
+announced together, naming their sessions (``burst_toast``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from monitor.snapshot import AlertEntry
 
 BELL_MIN_INTERVAL = 1.0
 BELL_REPEAT_FLOOR = 2.0
+BURST_QUIET = 1.0
+BURST_LONGEST = 4.0
+BURST_NAMED = 3
 
 
 class AlertBook:
@@ -72,3 +79,45 @@ class AlertBook:
         if ring:
             self.last_ring = now
         return ring
+
+
+class CriticalBurst:
+    """Criticals gathered for one toast; ``add`` says how long to wait before showing it."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.pending: list[AlertEntry] = []
+        self.began: float | None = None
+
+    def add(self, criticals: Iterable[AlertEntry]) -> float:
+        """Gather ``criticals``; returns the seconds until the burst is announced."""
+        now = self.clock()
+        if self.began is None:
+            self.began = now
+        self.pending.extend(criticals)
+        return max(0.0, min(BURST_QUIET, self.began + BURST_LONGEST - now))
+
+    def take(self) -> list[AlertEntry]:
+        """The burst's criticals; the next ``add`` begins a new burst."""
+        pending, self.pending, self.began = self.pending, [], None
+        return pending
+
+
+def burst_toast(criticals: list[AlertEntry]) -> tuple[str, str]:
+    """(title, message) of the one toast of a burst: "5 criticals: <sessions>" and what
+    fired. Raw data: the app's ``notify`` makes it printable."""
+    sessions = list(dict.fromkeys(a.session_key for a in criticals))
+    named = ", ".join(key[:80] for key in sessions[:BURST_NAMED])
+    if len(sessions) > BURST_NAMED:
+        named += f" and {len(sessions) - BURST_NAMED} more"
+    count = len(criticals)
+    lines = [f"{count} critical{'s' if count > 1 else ''}: {named}"]
+    if count == 1:
+        alert = criticals[0]
+        lines.append(f"{alert.detector} ×{alert.count}: {alert.message[:200]}")
+    else:
+        detectors: dict[str, int] = {}
+        for alert in criticals:
+            detectors[alert.detector] = detectors.get(alert.detector, 0) + 1
+        lines.append(", ".join(f"{name} ({n})" for name, n in detectors.items()))
+    return f"{count} critical finding{'s' if count > 1 else ''}", "\n".join(lines)

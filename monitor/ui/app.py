@@ -4,20 +4,23 @@ One rule for state: the ingest thread (``IngestLoop``) only posts
 ``SnapshotReady``; the handlers here own everything else (view state,
 acknowledgements, the bell) and re-render the panes from the snapshot on
 display. Panes never talk to each other. Actions run the controller in
-short thread workers and come back as messages.
+``@work`` thread workers and come back as messages.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
+from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on
+from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.reactive import var
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState
@@ -27,7 +30,7 @@ from monitor.config import Config
 from monitor.display import printable
 from monitor.snapshot import Snapshot
 from monitor.ui.actions import AlertsAndActions
-from monitor.ui.alerting import AlertBook
+from monitor.ui.alerting import AlertBook, CriticalBurst
 from monitor.ui.ingest import IngestLoop
 from monitor.ui.messages import SnapshotReady
 from monitor.ui.panes.alerts import AlertsPane
@@ -67,6 +70,14 @@ class ClawwatchApp(AlertsAndActions, App):
         Binding("p", "pause", "Pause"),
     ]
 
+    view: var[ViewState] = var(ViewState, init=False)
+    """What the person chose to see; replaced (it is frozen), and the panes follow."""
+    displayed: var[Snapshot] = var(lambda: Snapshot(seq=0, taken_at=0.0), init=False,
+                                   always_update=True)
+    """The snapshot on display: the latest one, unless paused."""
+    palette: var[Palette] = var(lambda: Palette({}), init=False)
+    """Rich styles of the current theme's variables."""
+
     def __init__(self, monitor_factory: Callable[[], object], controller: ActionController,
                  config: Config, *, theme: str | None = None,
                  clock: Callable[[], float] = time.time, sub_title: str = "",
@@ -85,19 +96,18 @@ class ClawwatchApp(AlertsAndActions, App):
         self.on_close = list(on_close)
         self.terminal_notifications = terminal_notifications if terminal_notifications \
             is not None else config.alerts.desktop_notifications
-        self.view = ViewState()
         self.book = AlertBook(clock, bell=config.alerts.bell,
                               repeat_seconds=config.alerts.bell_repeat_seconds)
+        self.burst = CriticalBurst(time.monotonic)
         self.ingest = IngestLoop(monitor_factory, clock,
                                  lambda snapshot: self.post_message(SnapshotReady(snapshot)),
                                  poll_seconds=poll_seconds, expected=expected,
                                  after_step=after_step, metrics=metrics)
         self.latest = Snapshot(seq=0, taken_at=clock())
-        self.displayed = self.latest
+        self.set_reactive(ClawwatchApp.displayed, self.latest)
         self.theme_names: list[str] = []
         self.theme_errors: list[str] = []
         self.actions: list[ActionResult] = []
-        self.palette = Palette({})
 
     def notify(self, message: str, *, title: str = "", severity="information",
                timeout: float | None = None, markup: bool = False) -> None:
@@ -108,6 +118,26 @@ class ClawwatchApp(AlertsAndActions, App):
                        severity=severity, timeout=timeout, markup=False)
 
     # ------------------------------------------------------------------ layout
+
+    @cached_property
+    def sessions_board(self) -> SessionsBoard:
+        return self.screen_stack[0].query_one(SessionsBoard)
+
+    @cached_property
+    def alerts_pane(self) -> AlertsPane:
+        return self.screen_stack[0].query_one(AlertsPane)
+
+    @cached_property
+    def log_view(self) -> LogView:
+        return self.screen_stack[0].query_one(LogView)
+
+    @cached_property
+    def log_search(self) -> Input:
+        return self.screen_stack[0].query_one("#log-search", Input)
+
+    @cached_property
+    def status_line(self) -> StatusLine:
+        return self.screen_stack[0].query_one(StatusLine)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -127,11 +157,15 @@ class ClawwatchApp(AlertsAndActions, App):
         self._load_themes()
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.palette = Palette(self.get_css_variables())
-        self.query_one(SessionsBoard).focus()
-        self.run_worker(self.ingest.run, thread=True, group="ingest", exit_on_error=False,
-                        description="poll sources, build snapshots")
+        self.sessions_board.focus()
+        self._read_sources()
         self.set_interval(1.0, self.repeat_bell)
-        self.refresh_panes()
+
+    @work(thread=True, group="ingest", exit_on_error=False,
+          description="poll sources, build snapshots")
+    def _read_sources(self) -> None:
+        """The ingest loop, until the app stops it; it posts ``SnapshotReady``."""
+        self.ingest.run()
 
     def _load_themes(self) -> None:
         themes, errors = load_themes(self.themes_directory)
@@ -146,14 +180,13 @@ class ClawwatchApp(AlertsAndActions, App):
         elif wanted not in self.theme_names:
             self.theme_names.append(wanted)
         self.theme_errors = errors
-        self.query_one(StatusLine).notes = list(errors)
+        self.status_line.notes = list(errors)
         for error in errors:
             self.notify(error, title="theme", severity="error", timeout=15)
         self.theme = wanted
 
     def _theme_changed(self, _theme) -> None:
         self.palette = Palette(self.get_css_variables())
-        self.refresh_panes()
 
     def on_unmount(self) -> None:
         self.ingest.stop()
@@ -170,7 +203,6 @@ class ClawwatchApp(AlertsAndActions, App):
         self._announce(self.book.take_new(snapshot.alerts), snapshot)
         if not self.view.paused:
             self.displayed = snapshot
-            self.refresh_panes()
 
     @property
     def settled(self) -> bool:
@@ -187,26 +219,43 @@ class ClawwatchApp(AlertsAndActions, App):
                 return screen
         return self.screen
 
+    def watch_view(self, old: ViewState, new: ViewState) -> None:
+        if new.selected != old.selected:
+            self.ingest.set_focus(new.selected)
+        self.refresh_panes()
+
+    def watch_displayed(self) -> None:
+        self.refresh_panes()
+
+    def watch_palette(self) -> None:
+        self.refresh_panes()
+
     def refresh_panes(self) -> None:
-        """Render every pane of the visible screen from the displayed snapshot."""
+        """Render every pane of the visible screen from the displayed snapshot.
+
+        The ``view``, ``displayed`` and ``palette`` watchers call it; called directly
+        only for what is not view state (acknowledgements, status notes, a new screen)."""
         screen = self._view_screen()
-        snapshot, view, palette = self.displayed, self.view, self.palette
-        boards = list(screen.query(SessionsBoard))
-        for board in boards:
-            board.show(snapshot, view, palette)
+        snapshot, palette = self.displayed, self.palette
+        for board in screen.query(SessionsBoard):
+            board.show(snapshot, self.view, palette)
             highlighted = board.highlighted()
-            visible = view.selected is not None and board.has(view.selected)
+            visible = self.view.selected is not None and board.has(self.view.selected)
             if highlighted is not None and not visible:
                 self._select(highlighted, render=False)
         for pane in screen.query(".pane"):
             if not isinstance(pane, SessionsBoard):
-                pane.show(snapshot, view, palette)
+                pane.show(snapshot, self.view, palette)
 
     def _select(self, session_id: str | None, render: bool = True) -> None:
-        self.view.selected = session_id
-        self.ingest.set_focus(session_id)
+        """Select a session; with ``render=False`` (during a render) the panes are not
+        rendered again, only the ingest told."""
+        view = replace(self.view, selected=session_id)
         if render:
-            self.refresh_panes()
+            self.view = view
+        else:
+            self.set_reactive(ClawwatchApp.view, view)
+            self.ingest.set_focus(session_id)
 
     @on(RowsView.Highlighted, "#board")
     def _board_highlighted(self, event: RowsView.Highlighted) -> None:
@@ -220,8 +269,7 @@ class ClawwatchApp(AlertsAndActions, App):
 
     @on(RowsView.HeaderClicked, "#board")
     def _board_header(self, event: RowsView.HeaderClicked) -> None:
-        self.view.sort = COLUMN_SORT.get(event.column, self.view.sort)
-        self.refresh_panes()
+        self.view = replace(self.view, sort=COLUMN_SORT.get(event.column, self.view.sort))
 
     # ------------------------------------------------------------------ view
 
@@ -235,24 +283,22 @@ class ClawwatchApp(AlertsAndActions, App):
             self.push_screen(HelpScreen())
 
     def action_pause(self) -> None:
-        self.view.paused = not self.view.paused
+        self.view = replace(self.view, paused=not self.view.paused)
         if not self.view.paused:
             self.displayed = self.latest
-        self.refresh_panes()
 
     def action_filter(self) -> None:
         chain = self.focused.ancestors_with_self if self.focused is not None else []
+        view = self.view
         if any(isinstance(node, AlertsPane) for node in chain):
-            self.view.alert_filter = cycle(ALERT_FILTERS, self.view.alert_filter)
+            self.view = replace(view, alert_filter=cycle(ALERT_FILTERS, view.alert_filter))
         elif any(isinstance(node, GatewayLogPane) for node in chain):
-            self.view.log_filter = cycle(LOG_FILTERS, self.view.log_filter)
+            self.view = replace(view, log_filter=cycle(LOG_FILTERS, view.log_filter))
         else:
-            self.view.board_filter = cycle(BOARD_FILTERS, self.view.board_filter)
-        self.refresh_panes()
+            self.view = replace(view, board_filter=cycle(BOARD_FILTERS, view.board_filter))
 
     def action_sort(self) -> None:
-        self.view.sort = cycle(SORTS, self.view.sort)
-        self.refresh_panes()
+        self.view = replace(self.view, sort=cycle(SORTS, self.view.sort))
 
     def action_next_theme(self) -> None:
         names = self.theme_names or [DEFAULT_THEME]
@@ -261,27 +307,25 @@ class ClawwatchApp(AlertsAndActions, App):
         self.notify(f"theme: {self.theme}", timeout=2)
 
     def action_search(self) -> None:
-        search = self.query_one("#log-search", Input)
+        search = self.log_search
         search.display = True
         search.value = self.view.search
         search.focus()
 
     @on(Input.Changed, "#log-search")
     def _search_changed(self, event: Input.Changed) -> None:
-        self.view.search = event.value
-        self.view.search_index = -1
-        self.refresh_panes()
+        self.view = replace(self.view, search=event.value, search_index=-1)
 
     @on(Input.Submitted, "#log-search")
     def _search_submitted(self, event: Input.Submitted) -> None:
-        self.view.search = event.value
-        self.view.search_index = max(0, self._match_count() - 1)
+        view = replace(self.view, search=event.value)
+        self.view = replace(view, search_index=max(0, self._match_count(view) - 1))
         event.input.display = False
-        self.query_one(LogView).focus()
-        self.refresh_panes()
+        self.log_view.focus()
 
-    def _match_count(self) -> int:
-        return len(self.view.matches(self.view.log_lines(self.displayed.log)))
+    def _match_count(self, view: ViewState | None = None) -> int:
+        view = view or self.view
+        return len(view.matches(view.log_lines(self.displayed.log)))
 
     def action_next_match(self) -> None:
         self._step_match(+1)
@@ -293,19 +337,16 @@ class ClawwatchApp(AlertsAndActions, App):
         count = self._match_count()
         if count:
             start = self.view.search_index if self.view.search_index >= 0 else count - 1
-            self.view.search_index = (start + step) % count
-            self.refresh_panes()
+            self.view = replace(self.view, search_index=(start + step) % count)
         else:
             self.notify(f"no match for {self.view.search!r}", severity="warning", timeout=2)
 
     def action_clear_search(self) -> None:
-        self.view.search = ""
-        self.view.search_index = 0
-        search = self.query_one("#log-search", Input)
+        self.view = replace(self.view, search="", search_index=0)
+        search = self.log_search
         search.value = ""
         search.display = False
-        self.query_one(LogView).focus()
-        self.refresh_panes()
+        self.log_view.focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MAIN_SCREEN_ACTIONS and self.screen is not self.screen_stack[0]:
@@ -315,15 +356,14 @@ class ClawwatchApp(AlertsAndActions, App):
         return True
 
     def _search_open(self) -> bool:
-        return bool(self.screen.query("#log-search")) and self.query_one(
-            "#log-search", Input).display
+        return self.screen is self.screen_stack[0] and self.log_search.display
 
     # ------------------------------------------------------------------ workers, palette
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "ingest" and event.state == WorkerState.ERROR:
             error = f"reading stopped: {event.worker.error}"
-            self.query_one(StatusLine).notes.append(error)
+            self.status_line.notes.append(error)
             self.notify(error, severity="error", timeout=30)
             self.refresh_panes()
 

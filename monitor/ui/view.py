@@ -1,7 +1,8 @@
 """What the person looking at the dashboard chose: selection, filters, sort, search.
 
-Owned by the app's handlers; panes read it together with the snapshot and
-never change it themselves.
+Frozen: the app's handlers replace it (``dataclasses.replace``) in the app's
+``view`` reactive, whose watcher renders the panes; panes read it together
+with the snapshot and never change it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def cycle(options: tuple[str, ...], current: str) -> str:
     return options[(options.index(current) + 1) % len(options)]
 
 
-@dataclass
+@dataclass(frozen=True)
 class ViewState:
     selected: str | None = None
     board_filter: str = "all"

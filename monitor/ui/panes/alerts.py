@@ -1,6 +1,14 @@
-"""Alerts: findings and actions across sessions, newest first, filtered by level."""
+"""Alerts: findings and actions across sessions, newest first, filtered by level.
+
+The pane follows like ``tail -f``: while its cursor is on the first row, new alerts
+arrive at the top under the cursor. Once the person moves down, the cursor and the
+screen hold their row, and the title counts the new alerts above ("▲ 12 new");
+back on the first row (Home, or up), it follows again.
+"""
 
 from __future__ import annotations
+
+from textual.reactive import var
 
 from monitor.snapshot import AlertEntry, Snapshot
 from monitor.ui.alerting import AlertBook
@@ -23,10 +31,18 @@ def _tail(text: str, width: int) -> str:
 class AlertsPane(RowsView):
     DEFAULT_CLASSES = "pane"
 
+    following: var[bool] = var(True)
+    """The cursor is on the newest alert and stays there as new ones arrive."""
+    new_above: var[int] = var(0)
+    """Alerts above the cursor that arrived since the person left the top."""
+
     def __init__(self, book: AlertBook, **kw) -> None:
         super().__init__(COLUMNS, **kw)
         self.book = book
         self.palette: Palette | None = None
+        self.seen_seq = 0
+        """The newest alert shown at the top when the person last was there."""
+        self._title = "Alerts"
 
     def on_mount(self) -> None:
         self.border_title = "Alerts"
@@ -53,6 +69,34 @@ class AlertsPane(RowsView):
             self.restyle()
         unacked = sum(1 for a in snapshot.alerts if not self.book.is_acked(a))
         muted = " · bell muted" if self.book.muted else ""
-        set_title(self, f"Alerts · {view.alert_filter} · {unacked} unacknowledged{muted}")
-        self.set_rows([(str(a.seq), (a, self.book.is_acked(a)))
-                       for a in self.visible(snapshot, view)])
+        self._title = f"{view.alert_filter} · {unacked} unacknowledged{muted}"
+        rows = [(str(a.seq), (a, self.book.is_acked(a))) for a in self.visible(snapshot, view)]
+        if self.following:
+            self.set_rows(rows, keep=rows[0][0] if rows else None)
+        else:
+            self.set_rows(rows, hold=True)
+            self.following = self.cursor == 0
+        self._count_new()
+
+    def cursor_moved(self) -> None:
+        following = self.cursor == 0
+        if following or self.following:
+            self.seen_seq = self._top_seq()
+        self.following = following
+        self._count_new()
+
+    def _top_seq(self) -> int:
+        return self.rows[0][1][0].seq if self.rows else 0
+
+    def _count_new(self) -> None:
+        if self.following:
+            self.seen_seq = max(self.seen_seq, self._top_seq())
+            self.new_above = 0
+        else:
+            self.new_above = sum(1 for _, (alert, _) in self.rows[:self.cursor]
+                                 if alert.seq > self.seen_seq)
+        self._retitle()
+
+    def _retitle(self) -> None:
+        new = f"▲ {self.new_above} new · " if self.new_above else ""
+        set_title(self, f"Alerts · {new}{self._title}")

@@ -123,10 +123,12 @@ class RowsView(ScrollView, can_focus=True):
         position = next(i for i, (name, _, _) in enumerate(self.columns) if name == column)
         return self.cells_of(self.rows[self.index[key]][1])[position]
 
-    def set_rows(self, rows: list[Row], keep: str | None = None) -> None:
+    def set_rows(self, rows: list[Row], keep: str | None = None, *, hold: bool = False) -> None:
         """Replace every row; the cursor stays on ``keep`` (default: its current row).
 
-        Only the visible lines whose row or cursor mark changed are repainted."""
+        With ``hold`` the cursor's row also stays on its screen line: rows inserted above
+        it scroll the view by as many lines. Only the visible lines whose row or cursor
+        mark changed are repainted."""
         keep = keep if keep is not None else self.cursor_key
         if rows == self.rows and (keep is None or self.cursor_key == keep):
             return
@@ -138,6 +140,9 @@ class RowsView(ScrollView, can_focus=True):
         size = Size(self._line_width, len(rows) + 1)
         if size != self.virtual_size:
             self.virtual_size = size
+        if hold and target is not None and target != old_cursor:
+            self.scroll_to(y=max(0, old_top + target - old_cursor), animate=False,
+                           immediate=True)
         self._show_cursor()
         top = round(self.scroll_y)
         if top != old_top:
@@ -179,6 +184,10 @@ class RowsView(ScrollView, can_focus=True):
         if cursor != self.cursor:
             self._set_cursor(cursor)
             self.post_message(self.Highlighted(self, self.rows[cursor][0]))
+        self.cursor_moved()
+
+    def cursor_moved(self) -> None:
+        """The person moved the cursor (a key or a click, even onto the row it was on)."""
 
     def _show_cursor(self) -> None:
         visible = max(1, self.scrollable_content_region.height - 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from rich.text import Text
@@ -126,7 +127,7 @@ class DetailScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.app.view.detail_call = None
+        self.app.view = replace(self.app.view, detail_call=None)
         self.query_one(TimelineTable).focus()
         self.app.refresh_panes()
 
@@ -134,5 +135,4 @@ class DetailScreen(Screen):
     def _call_highlighted(self, event: RowsView.Highlighted) -> None:
         index = int(event.key)
         if index != self.app.view.detail_call:
-            self.app.view.detail_call = index
-            self.app.refresh_panes()
+            self.app.view = replace(self.app.view, detail_call=index)
