@@ -27,8 +27,13 @@ GLOBAL_OPTIONS: dict[str, tuple[str, dict]] = {
     "state_dir": ("--state-dir", {"help": "OpenClaw state dir (default: $OPENCLAW_STATE_DIR, "
                                           "~/.openclaw)"}),
     "profile": ("--profile", {"help": "use ~/.openclaw-<profile>"}),
-    "log": ("--log", {"help": "gateway log file (default: logging.file, or the newest "
-                              "/tmp/openclaw/openclaw-*.log)"}),
+    "log": ("--log", {"help": "gateway log file, or - for standard input (default: "
+                              "logging.file, or the newest /tmp/openclaw/openclaw-*.log); "
+                              "any form: the JSON file log, console output (docker logs), "
+                              "journalctl -o json or -o short-iso"}),
+    "journal": ("--journal", {"metavar": "UNIT", "help": (
+        "read the gateway log from the systemd journal of UNIT (journalctl -o json -u UNIT; "
+        "watch follows it)")}),
     "gateway": ("--gateway", {"help": "gateway URL, ws://HOST:PORT"}),
     "config": ("--config", {"help": "clawwatch config file"}),
     "theme": ("--theme", {"help": "dashboard theme name"}),
@@ -42,8 +47,8 @@ DISCOVERY = ("state_dir", "profile", "log", "gateway", "config")
 #: The global options each sub-command uses (None: the dashboard, which uses them all).
 USES: dict[str | None, tuple[str, ...]] = {
     None: tuple(GLOBAL_OPTIONS),
-    "replay": DISCOVERY,
-    "watch": (*DISCOVERY, "act", "theme", "metrics"),
+    "replay": (*DISCOVERY, "journal"),
+    "watch": (*DISCOVERY, "journal", "act", "theme", "metrics"),
     "demo": ("config", "act", "theme", "metrics"),
     "stop": DISCOVERY,
     "config": ("config",),
@@ -163,9 +168,32 @@ def _start_metrics(args, config, monitor):
 
 
 def _discover(args) -> object:
-    found = discover(state_dir=args.state_dir, profile=args.profile, log=args.log,
+    log = None if _log_stream(args) else args.log
+    found = discover(state_dir=args.state_dir, profile=args.profile, log=log,
                      gateway=args.gateway)
     return found
+
+
+def _log_stream(args) -> str | None:
+    """The log as a stream: "-" (``--log -``, standard input) or "journal:UNIT"."""
+    journal = getattr(args, "journal", None)
+    log = getattr(args, "log", None)
+    if journal is not None and log is not None:
+        raise SetupError(f"clawwatch: give one gateway log: --journal {journal} or --log {log}")
+    if log == "-":
+        return "-"
+    return f"journal:{journal}" if journal is not None else None
+
+
+def _source_set(**options):
+    """A ``SourceSet``; a stream that cannot be read at all (no journalctl) is bad setup."""
+    from monitor.sources.sourceset import SourceSet
+    from monitor.sources.stream import StreamSetupError
+
+    try:
+        return SourceSet(**options)
+    except StreamSetupError as exc:
+        raise SetupError(str(exc)) from None
 
 
 def _emit(records: list[dict], as_json: bool, out=sys.stdout) -> None:
@@ -206,23 +234,25 @@ def _human_text(record: dict) -> str:
 
 def cmd_replay(args) -> int:
     from monitor.pipeline import Monitor
-    from monitor.sources.sourceset import SourceSet
 
     for path in args.paths:
         if not os.path.exists(path):
             raise SetupError(f"clawwatch replay: {path}: no such file or directory")
+    stream = _log_stream(args)
     found = _discover(args) if (args.state_dir or not args.paths) else None
     state_dir = found.state_dir if found else None
     if found is not None and not args.paths:
         if not state_dir or not os.path.isdir(state_dir):
-            raise SetupError(
-                f"clawwatch replay: no OpenClaw state dir at {state_dir or '(none)'}; "
-                "pass --state-dir DIR or PATHs to read")
-    log_path = args.log or (found.log_path if found and found.log_path
-                            and os.path.exists(found.log_path) else None)
+            if not (stream or args.log) or args.state_dir:
+                raise SetupError(
+                    f"clawwatch replay: no OpenClaw state dir at {state_dir or '(none)'}; "
+                    "pass --state-dir DIR or PATHs to read")
+            state_dir = None        # the log alone
+    log_path = None if stream else args.log or (
+        found.log_path if found and found.log_path and os.path.exists(found.log_path) else None)
     config = _load_config(args.config)
-    sources = SourceSet(state_dir=state_dir, log_path=log_path, paths=tuple(args.paths),
-                        include_archives=args.archives, replay=True)
+    sources = _source_set(state_dir=state_dir, log_path=log_path, paths=tuple(args.paths),
+                          include_archives=args.archives, replay=True, log_stream=stream)
     if not sources.sources and not state_dir:
         raise SetupError("clawwatch replay: nothing readable was given")
     monitor = Monitor(sources, _engine(config))
@@ -263,22 +293,29 @@ def cmd_watch(args) -> int:
     from monitor.live import install_stop_signals, run_live
     from monitor.pipeline import Monitor
     from monitor.sources.checkpoint import CheckpointStore, default_checkpoint_path
-    from monitor.sources.sourceset import SourceSet
 
     stop = install_stop_signals()       # a signal during setup ends the loop at its start
+    stream = _log_stream(args)
     found = _discover(args)
-    try:
-        require_something(found)
-    except DiscoveryError as exc:
-        raise SetupError(str(exc)) from None
+    if stream is not None:              # the stream is the log; a state dir only if there
+        if not (found.state_dir and os.path.isdir(found.state_dir)):
+            found.state_dir = None
+        found.log_path = None
+    else:
+        try:
+            require_something(found)
+        except DiscoveryError as exc:
+            raise SetupError(str(exc)) from None
     config = _load_config(args.config)
     store = None
     if not args.no_checkpoint:
         store = CheckpointStore(args.checkpoint or default_checkpoint_path(
-            found.state_dir, found.log_path))
+            found.state_dir, stream or found.log_path))
     resume = store.load() if store else None
-    sources = SourceSet(state_dir=found.state_dir, log_path=found.log_path, resume=resume,
-                        rolling_log_dirs=tuple(found.log_dirs) if found.log_is_rolling else ())
+    sources = _source_set(
+        state_dir=found.state_dir, log_path=found.log_path, resume=resume, log_stream=stream,
+        from_start=args.from_start,
+        rolling_log_dirs=tuple(found.log_dirs) if found.log_is_rolling and not stream else ())
     monitor = Monitor(sources, _engine(config))
     try:
         hub, server = _start_metrics(args, config, monitor)
@@ -297,6 +334,9 @@ def cmd_watch(args) -> int:
         if server is not None:
             server.close()
         sources.close()
+    for failure in sources.stream_failures():
+        print(printable(f"clawwatch: {failure}"), file=sys.stderr)
+        return 2
     return 0
 
 
@@ -338,6 +378,9 @@ def cmd_dashboard(args) -> int:
     from monitor.config import ConfigError
     from monitor.ui import build_app
 
+    if getattr(args, "command", None) != "demo" and _log_stream(args):
+        raise SetupError("clawwatch: --log - and --journal are read by 'clawwatch replay' and "
+                         "'clawwatch watch --headless', not by the dashboard")
     if getattr(args, "command", None) == "demo":
         config, options = None, {}      # the demo loads it with its overlay
     else:

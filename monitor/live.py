@@ -11,6 +11,10 @@ from monitor.pipeline import Monitor
 from monitor.sources.checkpoint import CheckpointStore
 from monitor.sources.wake import Waker
 
+#: How long a stopping loop goes on reading what is already there before it saves the
+#: checkpoint (every command ends within 2 s of SIGTERM).
+FINAL_READ_SECONDS = 1.0
+
 
 def install_stop_signals() -> threading.Event:
     """SIGTERM, SIGINT and SIGHUP (terminal closed) end the loop cleanly (checkpoint saved,
@@ -35,6 +39,9 @@ def run_live(monitor: Monitor, emit: Callable[[list[dict]], None], *,
 
     ``step`` replaces ``monitor.step`` (``--metrics`` runs each step under its lock).
 
+    When the log is a stream (``--log -``, ``--journal``), the loop also ends where the
+    stream does.
+
     Output is written before the checkpoint that covers it is saved, so a
     crash can repeat the last batch but never lose it; a clean stop (signal,
     deadline) saves the checkpoint last and so repeats nothing on restart.
@@ -50,6 +57,9 @@ def run_live(monitor: Monitor, emit: Callable[[list[dict]], None], *,
         return monitor_step()
 
     waker = Waker(sources.watch_paths(), poll_seconds=poll_seconds)
+    attach_waker = getattr(sources, "attach_waker", None)
+    if attach_waker is not None:        # a stream (stdin, journalctl) wakes the loop itself
+        attach_waker(waker.changed.set)
     stop = stop or install_stop_signals()
     deadline = time.monotonic() + seconds if seconds else None
     try:
@@ -64,6 +74,8 @@ def run_live(monitor: Monitor, emit: Callable[[list[dict]], None], *,
             emit(records)
             if store and records:
                 store.save(sources.checkpoint())
+            if getattr(sources, "exhausted", False):
+                break                   # the log was a stream, and it ended
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 break
@@ -72,8 +84,13 @@ def run_live(monitor: Monitor, emit: Callable[[list[dict]], None], *,
                            stop=stop)
         if stop.is_set():
             # Read what arrived since the last poll, so the checkpoint saved below does not
-            # name a file that a rotation is about to take away unread.
+            # name a file that a rotation is about to take away unread. A step reads for
+            # STEP_SECONDS at most, so this goes on while there is more, within the time a
+            # stop may take.
+            until = time.monotonic() + FINAL_READ_SECONDS
             emit(step())
+            while sources.behind and time.monotonic() < until:
+                emit(step())
     finally:
         waker.close()
         if store:

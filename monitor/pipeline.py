@@ -47,6 +47,9 @@ class SessionState:
 
     ``findings`` holds the newest ``FINDINGS_KEPT`` findings; ``findings_total`` counts all
     that the session ever produced (it also serves as the session's change marker).
+    ``index_tokens`` is what the session index records (``inputTokens``, ``outputTokens``,
+    ``totalTokens``): shown (``token_counts``, ``tokens_from == "index"``) while no
+    transcript usage was read, e.g. for an index entry whose transcript is gone.
     """
 
     session_id: str
@@ -69,6 +72,22 @@ class SessionState:
     last_ts: float | None = None
     findings: list[Finding] = field(default_factory=list)
     findings_total: int = 0
+    #: "log": known only from a gateway-log loop line that named it (no index, no transcript).
+    known_from: str | None = None
+    index_tokens: tuple[int, int, int] | None = None
+
+    @property
+    def tokens_from(self) -> str:
+        """"index" when the tokens shown are the session index's (no transcript usage was
+        read), else "transcript"."""
+        return "index" if self.index_tokens is not None and not self.assistant_messages \
+            else "transcript"
+
+    def token_counts(self) -> tuple[int, int, int]:
+        """``(input, output, total)`` as shown: the transcript's sums, or the index's."""
+        if self.tokens_from == "index":
+            return self.index_tokens
+        return self.tokens_input, self.tokens_output, self.tokens_total
 
     def add_finding(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -93,10 +112,12 @@ class SessionState:
             "status": self.status,
             "tool_calls": self.tool_calls,
             "tools": dict(sorted(self.tools.items())),
-            "tokens": {"input": self.tokens_input, "output": self.tokens_output,
-                       "total": self.tokens_total},
+            "tokens": dict(zip(("input", "output", "total"), self.token_counts(),
+                               strict=True)),
+            "tokens_from": self.tokens_from,
             "findings": [f.as_json() for f in self.findings],
             "findings_total": self.findings_total,
+            **({"known_from": self.known_from} if self.known_from else {}),
         }
 
 
@@ -120,6 +141,9 @@ class Monitor:
         self.internal_errors = 0        # records skipped because folding one raised
         #: Every finding ever added, by ``(session_id, detector, level)`` (for ``--metrics``).
         self.finding_counts: Counter[tuple[str, str, str]] = Counter()
+        #: Sessions known only from the log by their key (``log:<key>``), to be taken over
+        #: by the session an index names under that key.
+        self._log_only_keys = 0
 
     # ------------------------------------------------------------------ public
 
@@ -173,12 +197,19 @@ class Monitor:
         is_current = self.key_to_session.get(info.key) in (None, info.session_id) \
             or info.origin.find("#node:") >= 0
         state.key = info.key
+        if state.known_from or self._log_only_keys:
+            self._adopt_log_only(state)
         state.agent_id = info.agent_id or state.agent_id
         state.model = info.model or state.model
         state.label = info.label or state.label
         if info.status and (is_current or state.status is None):
             state.status = info.status
         state.aborted_last_run = info.aborted_last_run or state.aborted_last_run
+        counts = (info.input_tokens, info.output_tokens, info.total_tokens)
+        if any(count is not None for count in counts):
+            given_in, given_out = max(0, info.input_tokens or 0), max(0, info.output_tokens or 0)
+            state.index_tokens = (given_in, given_out, max(0, info.total_tokens)
+                                  if info.total_tokens is not None else given_in + given_out)
         if info.run_id:
             state.run_id = info.run_id
             self.run_to_session.note(info.run_id, info.session_id)
@@ -193,8 +224,14 @@ class Monitor:
             })
 
     def _fold_transcript(self, event, records: list[dict]) -> None:
-        state = self._session(event.session_id, "")
+        state = self.sessions.get(event.session_id)
+        if state is None:       # no index named it (yet): the agent whose dir it is in
+            agent_of = getattr(self.sources, "agent_of", None)
+            state = self._session(event.session_id,
+                                  agent_of(event.origin) if agent_of is not None else "")
         state.touch(getattr(event, "ts", None))
+        if state.known_from:
+            state.known_from = None
         if getattr(event, "run_id", None):
             self.run_to_session.note(event.run_id, event.session_id, replace=False)
         if isinstance(event, ToolCall):
@@ -227,22 +264,63 @@ class Monitor:
         if sid is None and notice.session_key:
             sid = self.key_to_session.get(notice.session_key)
         if sid is None:
-            if self.engine is not None:
-                self.engine.observe(notice.session_key or "", notice.agent_id or "", notice)
+            self._fold_unindexed_notice(notice, records)
             return
         self._detect(self.sessions[sid], notice, records)
+
+    def _fold_unindexed_notice(self, notice: GatewayNotice, records: list[dict]) -> None:
+        """A line naming a session no index or transcript has shown: what the engine finds
+        in it (only OpenClaw's own loop lines count) is raised on the session the line
+        names, in a session state known only from the log (``known_from == "log"``), keyed
+        by the line's sessionId or, without one, ``log:<sessionKey>``."""
+        if self.engine is None:
+            return
+        for finding in self.engine.observe(notice.session_key or "", notice.agent_id or "",
+                                           notice):
+            sid = finding.session_id or f"log:{finding.session_key}"
+            state = self.sessions.get(sid)
+            if state is None:
+                state = SessionState(sid, key=finding.session_key,
+                                     agent_id=notice.agent_id or "", known_from="log")
+                self.sessions[sid] = state
+                if not finding.session_id:
+                    self._log_only_keys += 1
+                records.append({
+                    "type": "session", "ts": iso(notice.ts), "key": state.key,
+                    "session_id": state.session_id, "agent_id": state.agent_id,
+                    "status": None, "model": None, "label": None, "aborted_last_run": False,
+                    "known_from": "log",
+                })
+            state.touch(notice.ts)
+            self._add_finding(state, finding, records)
+
+    def _adopt_log_only(self, state: SessionState) -> None:
+        """``state`` is now known from an index or a transcript: it takes over the findings
+        of the session known only from the log under its key."""
+        state.known_from = None
+        orphan = self.sessions.get(f"log:{state.key}") if state.key else None
+        if orphan is not None and orphan is not state and orphan.known_from == "log":
+            del self.sessions[orphan.session_id]
+            self._log_only_keys -= 1
+            for finding in orphan.findings:
+                state.add_finding(finding)
+            state.touch(orphan.first_ts)
+            state.touch(orphan.last_ts)
 
     def _detect(self, state: SessionState, event, records: list[dict]) -> None:
         if self.engine is None:
             return
         for finding in self.engine.observe(state.key or state.session_id, state.agent_id, event):
-            state.add_finding(finding)
-            self.finding_counts[(state.session_id, finding.detector, finding.level)] += 1
-            if not self.quiet:
-                records.append({
-                    "type": "finding", "ts": iso(finding.ts), "key": state.key,
-                    "session_id": state.session_id, **finding.as_json(),
-                })
+            self._add_finding(state, finding, records)
+
+    def _add_finding(self, state: SessionState, finding: Finding, records: list[dict]) -> None:
+        state.add_finding(finding)
+        self.finding_counts[(state.session_id, finding.detector, finding.level)] += 1
+        if not self.quiet:
+            records.append({
+                "type": "finding", "ts": iso(finding.ts), "key": state.key,
+                "session_id": state.session_id, **finding.as_json(),
+            })
 
     @staticmethod
     def _source_record(event) -> dict:

@@ -76,6 +76,8 @@ class BoardRow:
     last_ts: float | None
     idle_seconds: float | None
     alerts: int
+    #: "index": the tokens are the session index's totals (no transcript usage read).
+    tokens_from: str = "transcript"
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,7 +428,8 @@ class SnapshotBuilder:
         idle = None if state.last_ts is None else float(int(max(0.0, now - state.last_ts)))
         version = (state.tool_calls, state.assistant_messages, state.findings_total,
                    state.last_ts, state.status, state.key, state.label, state.model,
-                   state.aborted_last_run, state.agent_id, state.tokens_input)
+                   state.aborted_last_run, state.agent_id, state.tokens_input,
+                   state.index_tokens)
         cached = self._rows.get(state.session_id)
         if cached is not None and cached[0] == version:
             _, row, current = cached
@@ -438,15 +441,18 @@ class SnapshotBuilder:
         current = self._current_findings(state)
         worst = _worst(current)
         burn = self._burn(state.session_id)
+        tokens_in, tokens_out, tokens_total = state.token_counts()
+        budget_percent = burn.percent if burn else None
+        if state.tokens_from == "index" and burn is not None and burn.budget:
+            budget_percent = tokens_total * 100.0 / burn.budget   # no transcript: the index's
         row = BoardRow(
             session_id=state.session_id, key=state.key or state.session_id,
             label=shown(state.label or state.key or state.session_id[:8]),
             agent=shown(state.agent_id or ""), model=shown(state.model or ""),
             state=self._state_of(state, current, idle),
-            tool_calls=state.tool_calls, tokens_in=state.tokens_input,
-            tokens_out=state.tokens_output,
+            tool_calls=state.tool_calls, tokens_in=tokens_in, tokens_out=tokens_out,
             burn_per_minute=burn.tokens_per_minute if burn else 0.0,
-            budget_percent=burn.percent if burn else None,
+            budget_percent=budget_percent, tokens_from=state.tokens_from,
             worst_detector=worst.detector if worst else None,
             worst_level=worst.level if worst else None, worst_count=worst.count if worst else 0,
             last_ts=state.last_ts, idle_seconds=idle, alerts=state.findings_total)

@@ -20,10 +20,12 @@ A shell is a session's only when every piece of evidence that names it names tha
 the reasons are reported and nothing is killed. (The one allowance: identical calls of two
 sessions at the same time name both as possible owners; a pid named by one of them then
 settles it.) Malformed values (a pid that is not a
-plausible positive integer, a timestamp that is not a number) are skipped, never trusted.
+plausible positive integer, a timestamp that is not a number, a row whose columns hold
+values of the wrong type, which tables that are not STRICT allow) are skipped, never trusted.
 
 Agent DBs (``agents/<id>/agent/openclaw-agent.sqlite``) and the global DB
-(``state/openclaw.sqlite``) are opened with ``mode=ro``. In the legacy era the exec calls
+(``state/openclaw.sqlite``) are opened with ``mode=ro`` (``immutable=1`` when a WAL
+database has no ``-wal``: nothing is created beside it). In the legacy era the exec calls
 come from the end of each recently updated transcript (``agents/<id>/sessions/*.jsonl``,
 found through ``sessions.json``), read only.
 """
@@ -37,7 +39,6 @@ import time
 from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass
-from urllib.parse import quote
 
 import zstandard
 
@@ -46,6 +47,7 @@ from monitor.act.processes import ExecShell
 from monitor.act.runs import ExecPid
 from monitor.sources.legacy import session_file_path
 from monitor.sources.regular import check_sqlite_files, open_regular_file
+from monitor.sources.sqlite_ro import read_only_uri
 from monitor.sources.transcript import parse_timestamp
 
 RECENT_SECONDS = 6 * 3600
@@ -166,20 +168,28 @@ def _connect_ro(path: str) -> sqlite3.Connection:
         check_sqlite_files(path)     # a FIFO or a device would block or never end
     except OSError as exc:
         raise sqlite3.OperationalError(f"unable to open database file: {exc}") from None
-    conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=2.0)
+    try:
+        uri, _ = read_only_uri(path)  # never creates a -wal/-shm beside it (see sqlite_ro)
+    except OSError as exc:
+        raise sqlite3.OperationalError(f"unable to open database file: {exc}") from None
+    conn = sqlite3.connect(uri, uri=True, timeout=2.0)
     conn.execute("PRAGMA query_only=1")
     return conn
 
 
 def _decode(event_json, event_zstd, decompressor) -> dict | None:
-    if event_json is None and event_zstd is not None:
+    """One transcript row's entry, or None for a row that is not one: the tables are not
+    STRICT, so either column may hold any type."""
+    if event_json is None and isinstance(event_zstd, bytes):
         try:
             event_json = decompressor.decompress(event_zstd, max_output_size=16 * 1024 * 1024)
         except zstandard.ZstdError:
             return None
+    if not isinstance(event_json, (str, bytes)):
+        return None
     try:
-        entry = untrusted_json.loads(event_json) if event_json is not None else None
-    except (ValueError, UnicodeDecodeError):
+        entry = untrusted_json.loads(event_json)
+    except (ValueError, UnicodeDecodeError, TypeError):
         return None
     return entry if isinstance(entry, dict) else None
 
@@ -221,17 +231,20 @@ def _exec_calls_in_db(path: str, since_ms: int, per_session: int) -> list[ExecCa
             "SELECT session_key, current_session_id FROM session_nodes "
             "WHERE updated_at >= ? OR status = 'running'", (since_ms,)).fetchall()
         for key, session_id in sessions:
+            if not isinstance(key, str) or not isinstance(session_id, str):
+                continue        # a malformed row (the tables are not STRICT): no evidence
             rows = conn.execute(
                 "SELECT event_json, event_zstd, created_at FROM transcript_events "
                 "WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
                 (session_id, per_session)).fetchall()
-            if key is None:
-                continue
             decompressor = zstandard.ZstdDecompressor()
-            calls.extend(_calls_in(str(key), ((_decode(event_json, event_zstd, decompressor),
-                                               (_seconds(created_at) or 0.0) / 1000.0)
-                                              for event_json, event_zstd, created_at
-                                              in reversed(rows))))
+            try:
+                calls.extend(_calls_in(key, ((_decode(event_json, event_zstd, decompressor),
+                                              (_seconds(created_at) or 0.0) / 1000.0)
+                                             for event_json, event_zstd, created_at
+                                             in reversed(rows))))
+            except Exception:  # a row nothing above foresaw: that session gives no evidence
+                continue
     return calls
 
 
@@ -336,7 +349,7 @@ def running_background_execs(state_dir: str | None) -> list[BackgroundTask]:
     tasks = []
     for key, run_id, task, started_at, created_at in rows:
         if not key or not isinstance(key, str):
-            continue
+            continue        # a malformed row (the table is not STRICT): ignored
         process_session = run_id[5:] if isinstance(run_id, str) and run_id.startswith(
             "exec:") else None
         started = _seconds(started_at) or _seconds(created_at)

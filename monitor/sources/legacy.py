@@ -8,6 +8,19 @@ sessions: a transcript renamed to an archive while followed is drained through
 its open descriptor (or, when its follower was suspended, found by inode), and is
 not opened again as an archive even when archives are read (``replay --archives``).
 
+Sidecars beside the transcripts are not transcripts and are never read as ones (nor
+their archives, nor when a ``sessionFile`` names one): ``<id>.trajectory.jsonl`` and
+``<id>.trajectory-path.json`` (OpenClaw 2026.6's runtime trace, whose records are
+``session.started``, ``model.completed``, ...) and the compaction checkpoints
+``<id>.checkpoint.<uuid>.jsonl`` (a copy of the transcript before a compaction), as
+OpenClaw's own ``isPrimarySessionTranscriptFileName`` rules. Every transcript read, listed
+in the index or not, an archive too, is its agent's (``agent_id``; ``SourceSet.agent_of``):
+it sits in ``agents/<id>/sessions/``.
+
+A ``sessionFile`` recorded on another machine (a Docker ``/home/node/.openclaw/...`` path,
+a Windows ``C:\\Users\\...`` one) that does not exist here is looked for by its file name
+in the sessions dir (``session_file_path``).
+
 State dirs hold thousands of transcripts, some of hundreds of MB, so one poll
 reads at most ``poll_budget_bytes`` (``behind`` says there is more), a catch-up
 starts with the most recently modified transcripts, the directory is listed
@@ -31,6 +44,7 @@ given as one line with the count and a few examples.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import time
 from collections import OrderedDict
@@ -50,6 +64,13 @@ from monitor.sources.tail import (
 from monitor.sources.transcript import UnknownEntry, parse_entry, parse_timestamp
 
 ARCHIVE_MARKERS = (".jsonl.reset.", ".jsonl.deleted.")
+#: Sidecars OpenClaw writes beside a transcript (``<id>.jsonl``): runtime trajectory trace
+#: and its pointer file.
+SIDECAR_SUFFIXES = (".trajectory.jsonl", ".trajectory-path.json")
+#: A compaction checkpoint: the transcript as it was before a compaction.
+CHECKPOINT_NAME = re.compile(
+    r"^.+\.checkpoint\.[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+    r"\.jsonl$", re.IGNORECASE)
 #: Followers kept open at once; idle ones beyond this are suspended (descriptor closed,
 #: position kept) so a dir of thousands of transcripts fits a small ``ulimit -n``.
 MAX_OPEN_FOLLOWERS = 64
@@ -69,6 +90,18 @@ NOTICE_EXAMPLES = 3
 #: While a catch-up is behind, notices are gathered for at most this long before they are
 #: given (aggregated), so a catch-up over many polls gives one line per message, not one a poll.
 NOTICE_HOLD_SECONDS = 10.0
+
+
+def is_sidecar(name: str) -> bool:
+    """Whether a file name (or path) is a sidecar or a compaction checkpoint, or an
+    archive of one (``<id>.trajectory.jsonl.reset.<ts>``): never a transcript."""
+    base = os.path.basename(name)
+    for marker in ARCHIVE_MARKERS:
+        at = base.find(marker)
+        if at >= 0:
+            base = base[:at + len(".jsonl")]
+            break
+    return base.endswith(SIDECAR_SUFFIXES) or CHECKPOINT_NAME.match(base) is not None
 
 
 def session_id_from_filename(name: str) -> str:
@@ -231,12 +264,13 @@ class LegacySessionsSource(Source):
         paths = []
         seen = set()
         for name in names:
-            if name.endswith(".jsonl") or (
-                    self.include_archives and _is_archive(name)):
+            if (name.endswith(".jsonl") or (self.include_archives and _is_archive(name))) \
+                    and not is_sidecar(name):
                 paths.append(os.path.join(self.path, name))
                 seen.add(os.path.join(base, name))
+        listed = set(raw_names)
         for entry in self._index.values():
-            full = session_file_path(self.path, entry)
+            full = session_file_path(self.path, entry, listed)
             if full is not None:
                 normal = os.path.normpath(full)
                 if normal not in seen:
@@ -511,10 +545,36 @@ def _is_archive(path: str) -> bool:
     return any(marker in path for marker in ARCHIVE_MARKERS)
 
 
-def session_file_path(sessions_dir: str, entry: dict) -> str | None:
+def session_file_path(sessions_dir: str, entry: dict,
+                      names: set[str] | None = None) -> str | None:
     """The transcript an index entry's ``sessionFile`` names (relative to the sessions dir),
-    or None when it names none."""
+    or None when it names none (or names a sidecar).
+
+    A path recorded on another machine (``/home/node/.openclaw/agents/main/sessions/<id>.jsonl``
+    in a Docker container, ``C:\\Users\\me\\.openclaw\\...\\<id>.jsonl`` on Windows) that
+    does not exist here is the file of the same name in ``sessions_dir`` (when there is one,
+    or the recorded dir is not on this machine; ``names``: the dir's listing, if the caller
+    has it): only a plain ``*.jsonl`` name (the last part after either separator, never
+    ``..``), so it stays inside the sessions dir."""
     session_file = entry.get("sessionFile")
-    if not isinstance(session_file, str) or not session_file:
+    if not isinstance(session_file, str) or not session_file or "\x00" in session_file:
         return None
-    return os.path.join(sessions_dir, session_file)
+    name = session_file.replace("\\", "/").rsplit("/", 1)[-1]
+    if is_sidecar(name):
+        return None
+    recorded = os.path.join(sessions_dir, session_file)
+    foreign = "\\" in session_file and os.sep != "\\"
+    if not foreign and os.path.dirname(os.path.normpath(recorded)) == \
+            os.path.normpath(sessions_dir):
+        return recorded                     # in the sessions dir: no need to look
+    if not foreign and os.path.lexists(recorded):
+        return recorded
+    if name in ("", ".", "..") or name.startswith("..") or not name.endswith(".jsonl"):
+        return recorded
+    local = os.path.join(sessions_dir, name)
+    if os.path.dirname(os.path.abspath(local)) != os.path.abspath(sessions_dir):
+        return recorded
+    found = name in names if names is not None else os.path.lexists(local)
+    if found or foreign or not os.path.isdir(os.path.dirname(recorded)):
+        return local            # the recorded dir is not on this machine: the name is here
+    return recorded             # a dir here that may yet hold the file

@@ -10,7 +10,7 @@ from monitor.sources.base import Source
 from monitor.sources.gateway_log import GatewayLogSource
 from monitor.sources.legacy import LegacySessionsSource
 from monitor.sources.sqlite_agent import SqliteAgentSource
-from monitor.sources.tail import FollowerState
+from monitor.sources.tail import FollowerState, complete_files
 
 AGENT_DB = os.path.join("agent", "openclaw-agent.sqlite")
 RESCAN_SECONDS = 2.0
@@ -22,6 +22,8 @@ FIRST_POLL_BUDGET_BYTES = 1 << 20   # the first poll is small so a board shows t
 
 
 def source_id(source: Source) -> str:
+    if getattr(source, "stream", False):        # "-", "journal:UNIT": not a path
+        return f"{source.kind}:{source.path}"
     return f"{source.kind}:{os.path.abspath(source.path)}"
 
 
@@ -36,7 +38,8 @@ class SourceSet:
     def __init__(self, *, state_dir: str | None = None, log_path: str | None = None,
                  paths: tuple[str, ...] = (), resume: dict | None = None,
                  include_archives: bool = False, replay: bool = False,
-                 log_from_end: bool = False, rolling_log_dirs: tuple[str, ...] = ()) -> None:
+                 log_from_end: bool = False, rolling_log_dirs: tuple[str, ...] = (),
+                 log_stream: str | None = None, from_start: bool = False) -> None:
         self.state_dir = state_dir
         self.log_path = log_path
         self.rolling_log_dirs = rolling_log_dirs
@@ -55,6 +58,11 @@ class SourceSet:
                 log_path, include_rotated=replay,
                 resume=FollowerState.from_json(follower) if follower else None,
                 start_at_end=log_from_end and not follower))
+        if log_stream:      # "-" (stdin) or "journal:UNIT"; raises StreamSetupError
+            from monitor.sources.stream import open_log_stream
+
+            self._add(open_log_stream(log_stream, to_eof=replay, from_start=from_start,
+                                      resume=self._resume.pop(f"gateway-log:{log_stream}", None)))
         for path in paths:
             self._add_explicit(path)
         self.rescan()
@@ -123,6 +131,12 @@ class SourceSet:
     # ----------------------------------------------------------------- running
 
     def poll(self) -> list:
+        """``_poll_step``; in ``replay`` the files read are complete (``complete_files``: a
+        last line without a newline is read at once)."""
+        with complete_files(self.replay):
+            return self._poll_step()
+
+    def _poll_step(self) -> list:
         """New events of every source, at most one step (see ``Source.behind``) of each.
 
         Transcripts come before the log, so that log lines can be attributed to the
@@ -174,10 +188,39 @@ class SourceSet:
         """What the sources know to be readable but unread (an estimate, for progress)."""
         return sum(s.backlog_bytes for s in self.sources)
 
+    def agent_of(self, origin: str) -> str:
+        """The agent whose source read the event ``origin`` names (``<path>@<offset>`` of a
+        transcript line, ``<db>#<session>:<seq>`` of a row), "" when none: a transcript no
+        index lists (or an archive) is still in ``agents/<id>/``."""
+        for source in self.sources:
+            agent = getattr(source, "agent_id", None)
+            path = source.path
+            if agent and origin.startswith(path) and origin[len(path):len(path) + 1] in (
+                    os.sep, "#", "@"):
+                return agent
+        return ""
+
+    @property
+    def exhausted(self) -> bool:
+        """A stream was given as the log (``--log -``, ``--journal``) and it has ended:
+        a live loop stops."""
+        streams = [s for s in self.sources if getattr(s, "stream", False)]
+        return bool(streams) and all(s.finished for s in streams)
+
+    def stream_failures(self) -> list[str]:
+        """What made a stream source fail (journalctl exiting with an error)."""
+        return [s.failure for s in self.sources if getattr(s, "failure", None)]
+
+    def attach_waker(self, wake) -> None:
+        """Stream sources call ``wake`` (from their reader thread) when data arrives."""
+        for source in self.sources:
+            if hasattr(source, "attach_waker"):
+                source.attach_waker(wake)
+
     def watch_paths(self) -> list[str]:
         paths = [self.state_dir] if self.state_dir else []
         paths += [os.path.dirname(os.path.abspath(s.path)) if s.kind == "gateway-log"
-                  else s.path for s in self.sources]
+                  else s.path for s in self.sources if not getattr(s, "stream", False)]
         paths += list(self.rolling_log_dirs)
         return [p for p in paths if p]
 

@@ -1,7 +1,10 @@
 """The SQLite era: one per-agent ``openclaw-agent.sqlite``, read-only, incrementally.
 
-The database is opened with a ``mode=ro`` URI and never written. Each poll
-runs in one read transaction (a consistent WAL snapshot):
+The database is opened with a ``mode=ro`` URI and never written, and nothing is
+created beside it: a WAL database without its ``-wal``/``-shm`` is opened ``immutable=1``
+and opened again normally once they appear or the file changes (``sqlite_ro``). A
+database without transcript tables (schema v1 held auth profiles only) is a notice, not an
+error. Each poll runs in one read transaction (a consistent WAL snapshot):
 
 * ``session_nodes`` / ``session_windows`` rows updated since the last poll
   become ``SessionInfo`` records (the first poll emits the whole index);
@@ -22,6 +25,13 @@ average decoded row size read so far.
 ``event_zstd`` rows are decoded with ``zstandard``. Busy or locked databases,
 a database that appears after start, one replaced underneath, and a newer
 schema are reported and survived.
+
+Tables that are not STRICT hold values of any type, so every row is checked
+(``sqlite_ro.check_row``) before it is used: a row whose session id is not text, whose
+``seq`` or ``updated_at`` is not an integer in range, or whose ``entry_json`` is not text is
+reported once, naming the table and rowid (or ``session_id:seq``), and skipped; the rest
+flows. A row that still fails to read is reported as ``internal`` and skipped, and a poll
+that fails anyway is reported and the database read again once it changes.
 """
 
 from __future__ import annotations
@@ -29,14 +39,21 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from urllib.parse import quote
 
 import zstandard
 
 from monitor import untrusted_json
 from monitor.events import SessionInfo, SourceNotice
 from monitor.sources.base import Source
-from monitor.sources.regular import SQLITE_SIDE_FILES, NotRegularFile, check_sqlite_files
+from monitor.sources.regular import NotRegularFile, check_sqlite_files
+from monitor.sources.sqlite_ro import (
+    BadRow,
+    check_row,
+    read_only_uri,
+    side_file_versions,
+    sql_int,
+    type_name,
+)
 from monitor.sources.transcript import UnknownEntry, epoch_seconds, parse_entry
 
 KNOWN_SCHEMA_VERSION = 24
@@ -56,6 +73,23 @@ SWEEP_SQL = "SELECT session_id, max(seq), max(rowid) FROM transcript_events GROU
 NODE_COLUMNS = ("session_key", "current_session_id", "entry_json", "status", "updated_at",
                 "label", "display_name")
 WINDOW_COLUMNS = ("session_id", "session_key", "status", "model", "model_provider", "updated_at")
+#: What each column read must hold (``sqlite_ro.check_row``).
+NODE_SPEC = (("session_key", "text"), ("current_session_id", "text"), ("entry_json", "text?"),
+             ("status", "opt-text"), ("updated_at", "int?"), ("label", "opt-text"),
+             ("display_name", "opt-text"))
+WINDOW_SPEC = (("session_id", "text"), ("session_key", "text"), ("status", "opt-text"),
+               ("model", "opt-text"), ("model_provider", "opt-text"), ("updated_at", "int?"))
+#: Bad rows remembered so that each is reported once (forgotten all at once past this).
+BAD_ROWS_KEPT = 10_000
+
+
+def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
+    """``table`` has a rowid (it is not ``WITHOUT ROWID``), to name a bad row by."""
+    try:
+        conn.execute(f"SELECT rowid FROM {table} LIMIT 0")
+    except sqlite3.OperationalError:
+        return False
+    return True
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -99,6 +133,13 @@ class SqliteAgentSource(Source):
         self._reported_missing = False
         self._failed_on: tuple | None = None
         self._node_versions: dict[str, tuple] = {}
+        #: (table, rowid or value) -> hash of the bad row last reported there
+        self._bad_rows: dict[tuple, int] = {}
+        self._rowid: dict[str, str] = {}
+        #: Opened ``immutable=1`` (no WAL yet), and the files' versions then.
+        self._immutable = False
+        self._opened_versions: tuple | None = None
+        self._quiet_reopen = False
 
     # ----------------------------------------------------------------- opening
 
@@ -115,9 +156,10 @@ class SqliteAgentSource(Source):
             out.append(self.error("open", f"cannot open the database: {where}: {message}"))
             self._failed_on = self._file_versions()
             return False
-        uri = f"file:{quote(os.path.abspath(self.path))}?mode=ro"
+        versions = self._file_versions()
         conn = None
         try:
+            uri, immutable = read_only_uri(self.path)
             conn = sqlite3.connect(uri, uri=True, timeout=0.25, isolation_level=None,
                                    check_same_thread=False)
             conn.execute("PRAGMA query_only = 1")
@@ -128,7 +170,9 @@ class SqliteAgentSource(Source):
             }
             columns = {table: {row[1] for row in rows} for table, rows in info.items()}
             not_null = {table: {row[1] for row in rows if row[3]} for table, rows in info.items()}
-        except sqlite3.DatabaseError as exc:
+            self._rowid = {table: "rowid" if columns[table] and _has_rowid(conn, table)
+                           else "NULL" for table in ("session_nodes", "session_windows")}
+        except (sqlite3.DatabaseError, NotRegularFile) as exc:
             if conn is not None:
                 conn.close()
             if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
@@ -139,15 +183,27 @@ class SqliteAgentSource(Source):
             return False
         self._conn, self._identity, self._columns = conn, (st.st_dev, st.st_ino), columns
         self._not_null = not_null
-        out.append(SourceNotice(self.kind, self.path, f"opened read-only (schema v{version})"))
+        self._immutable, self._opened_versions = immutable, versions
+        quiet, self._quiet_reopen = self._quiet_reopen, False
+        if not quiet:
+            out.append(SourceNotice(self.kind, self.path,
+                                    f"opened read-only (schema v{version})"))
+        if immutable and not quiet and os.path.exists(self.path + "-wal"):
+            out.append(SourceNotice(
+                self.kind, self.path, "a -wal without its -shm: reading the database file "
+                "alone (reading the WAL would create the -shm beside it)"))
         if version > KNOWN_SCHEMA_VERSION:
             out.append(SourceNotice(
                 self.kind, self.path,
                 f"schema v{version} is newer than clawwatch knows (v{KNOWN_SCHEMA_VERSION}); "
                 "reading the columns it knows",
             ))
+        if not columns["transcript_events"] and not self._reported_missing:
+            self._reported_missing = True       # e.g. schema v1: auth profiles only
+            out.append(SourceNotice(self.kind, self.path,
+                                    f"no transcripts in this database, schema v{version}"))
         missing = {"session_id", "seq", "event_json"} - columns["transcript_events"]
-        if missing and not self._reported_missing:
+        if missing and columns["transcript_events"] and not self._reported_missing:
             self._reported_missing = True
             out.append(self.error(
                 "transcript_events",
@@ -167,6 +223,10 @@ class SqliteAgentSource(Source):
         if self._conn is not None and (st.st_dev, st.st_ino) != self._identity:
             out.append(SourceNotice(self.kind, self.path, "database file replaced; reopening"))
             self._close()
+        elif self._conn is not None and self._immutable \
+                and self._file_versions() != self._opened_versions:
+            self._close()       # written (or a -wal appeared): immutable no more; reopen
+            self._quiet_reopen = True
 
     def _close(self) -> None:
         """Close the connection; whatever is opened next is swept afresh, since the pending
@@ -174,21 +234,14 @@ class SqliteAgentSource(Source):
         if self._conn is not None:
             self._conn.close()
         self._conn = None
+        self._immutable = False
         self._pending.clear()
         self._last_sweep = float("-inf")
 
     def _file_versions(self) -> tuple:
         """Identity, size and mtime of the database and its WAL: a database that failed is
         tried again only once one of them changes, so a lasting fault is reported once."""
-        versions = []
-        for path in (self.path, *(self.path + suffix for suffix in SQLITE_SIDE_FILES)):
-            try:
-                st = os.stat(path)
-            except OSError:
-                versions.append(None)
-                continue
-            versions.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode))
-        return tuple(versions)
+        return side_file_versions(self.path)
 
     # -------------------------------------------------------------------- poll
 
@@ -223,7 +276,28 @@ class SqliteAgentSource(Source):
             out.append(self.error("query", f"database unreadable: {exc}"))
             self._close()
             self._failed_on = self._file_versions()
+        except Exception as exc:  # nothing in a database may stop the reader
+            out.append(self.error("internal", f"poll failed, read again once the database "
+                                              f"changes: {type(exc).__name__}: {exc}"))
+            self._close()
+            self._failed_on = self._file_versions()
         return out + pending
+
+    def _bad_row(self, out: list, table: str, rowid, row, message: str) -> None:
+        """Report a row that cannot be read (``table/rowid N``), once for as long as it
+        stays the same."""
+        key = (table, type_name(rowid), rowid)
+        try:
+            version = hash(row)
+        except TypeError:
+            version = 0
+        if self._bad_rows.get(key) == version:
+            return
+        if len(self._bad_rows) >= BAD_ROWS_KEPT:
+            self._bad_rows.clear()
+        self._bad_rows[key] = version
+        where = f"{table}/rowid {rowid}" if isinstance(rowid, int) else table
+        out.append(self.error(where, f"row skipped: {message}"))
 
     def _select(self, table: str, wanted: tuple[str, ...]) -> str:
         present = self._columns.get(table, set())
@@ -239,18 +313,33 @@ class SqliteAgentSource(Source):
 
     def _read_sessions(self, conn: sqlite3.Connection, out: list) -> None:
         if {"session_key", "current_session_id"} <= self._columns.get("session_nodes", set()):
-            sql = (f"SELECT {self._select('session_nodes', NODE_COLUMNS)} FROM session_nodes "
+            sql = (f"SELECT {self._rowid['session_nodes']}, "
+                   f"{self._select('session_nodes', NODE_COLUMNS)} FROM session_nodes "
                    f"WHERE {self._updated_since('session_nodes')}")
-            for row in conn.execute(sql, (self.nodes_watermark,)):
-                record = self._session_from_node(row)
+            for raw in conn.execute(sql, (self.nodes_watermark,)):
+                try:
+                    row = check_row(raw[1:], NODE_SPEC)
+                    record = self._session_from_node(row)
+                except BadRow as exc:
+                    self._bad_row(out, "session_nodes", raw[0], raw, str(exc))
+                    continue
+                except Exception as exc:  # one row must not stop the poll
+                    self._bad_row(out, "session_nodes", raw[0], raw,
+                                  f"internal: {type(exc).__name__}: {exc}")
+                    continue
                 if record is not None:
                     out.append(record)
                 self.nodes_watermark = max(self.nodes_watermark, row[4] or 0)
         if {"session_id", "session_key"} <= self._columns.get("session_windows", set()):
-            sql = (f"SELECT {self._select('session_windows', WINDOW_COLUMNS)} "
+            sql = (f"SELECT {self._rowid['session_windows']}, "
+                   f"{self._select('session_windows', WINDOW_COLUMNS)} "
                    f"FROM session_windows WHERE {self._updated_since('session_windows')}")
-            for sid, key, status, model, provider, updated in conn.execute(
-                    sql, (self.windows_watermark,)):
+            for raw in conn.execute(sql, (self.windows_watermark,)):
+                try:
+                    sid, key, status, model, provider, updated = check_row(raw[1:], WINDOW_SPEC)
+                except BadRow as exc:
+                    self._bad_row(out, "session_windows", raw[0], raw, str(exc))
+                    continue
                 version = ("w", status, model, updated)
                 if self._node_versions.get("w:" + sid) == version:
                     continue
@@ -295,51 +384,76 @@ class SqliteAgentSource(Source):
             origin=f"{self.path}#node:{key}",
         )
 
-    def _candidate_sessions(self, conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+    def _candidate_sessions(self, conn: sqlite3.Connection, out: list
+                            ) -> dict[str, tuple[int, int]]:
         """Sessions that may have rows past their cursor, each with the highest rowid and
         seq seen for it. A sweep, when due, finds every such session, so the rowid range
         is only searched between sweeps."""
         found: dict[str, tuple[int, int]] = {}
-        top = conn.execute("SELECT max(rowid) FROM transcript_events").fetchone()[0] or 0
+        top = sql_int(conn.execute("SELECT max(rowid) FROM transcript_events").fetchone()[0],
+                      low=-(2**63), high=2**63 - 1) or 0
         now = time.monotonic()
         if now - self._last_sweep >= self.sweep_seconds or top < self.row_watermark:
             self._last_sweep = now
             for sid, max_seq, last_rowid in conn.execute(SWEEP_SQL):
-                if max_seq is not None and max_seq > self.seq_cursor.get(sid, -1):
-                    found[sid] = (last_rowid, max_seq)
+                if max_seq is not None:
+                    self._note_candidate(found, sid, max_seq, last_rowid, out)
         elif top > self.row_watermark:
             for sid, seq, rowid in conn.execute(NEW_ROWS_SQL, (self.row_watermark,)):
-                seen = found.get(sid)
-                found[sid] = (rowid, seq) if seen is None else (
-                    max(seen[0], rowid), max(seen[1], seq))
+                self._note_candidate(found, sid, seq, rowid, out)
         self.row_watermark = top
         return found
+
+    def _note_candidate(self, found: dict, sid, seq, rowid, out: list) -> None:
+        """Add ``sid`` to ``found`` when ``seq`` is past its cursor. A session id that is not
+        text is reported (once) and left; a ``seq`` that is not an integer in range makes the
+        session worth reading from its cursor, where the bad row is reported and skipped."""
+        rowid = sql_int(rowid, low=-(2**63), high=2**63 - 1) or 0
+        if not isinstance(sid, str):
+            self._bad_row(out, "transcript_events", rowid, (type_name(sid), sid),
+                          f"session_id is {type_name(sid)}, not text")
+            return
+        cursor = self.seq_cursor.get(sid, -1)
+        seq = sql_int(seq)
+        seq = cursor + 1 if seq is None else seq
+        if seq <= cursor:
+            return
+        seen = found.get(sid)
+        found[sid] = (rowid, seq) if seen is None else (max(seen[0], rowid), max(seen[1], seq))
 
     def _read_transcripts(self, conn: sqlite3.Connection, out: list) -> None:
         columns = self._columns.get("transcript_events", set())
         if not {"session_id", "seq", "event_json"} <= columns:
             return
-        for sid, (rowid, seq) in self._candidate_sessions(conn).items():
+        for sid, (rowid, seq) in self._candidate_sessions(conn, out).items():
             seen = self._pending.get(sid)
             self._pending[sid] = (rowid, seq) if seen is None else (
                 max(seen[0], rowid), max(seen[1], seq))
         zstd_columns = ("event_zstd, event_utf8_bytes"
                         if {"event_zstd", "event_utf8_bytes"} <= columns else "NULL, NULL")
-        sql = (f"SELECT seq, event_json, {zstd_columns} FROM transcript_events "
+        sql = (f"SELECT seq, event_json, {zstd_columns}, rowid FROM transcript_events "
                "WHERE session_id = ? AND seq > ? ORDER BY seq")
         spent_bytes = spent_rows = 0
         for sid in sorted(self._pending, key=lambda s: self._pending[s][0], reverse=True):
             rows = conn.execute(sql, (sid, self.seq_cursor.get(sid, -1)))
             try:
-                for seq, event_json, event_zstd, utf8_bytes in rows:
+                for seq, event_json, event_zstd, utf8_bytes, rowid in rows:
                     if spent_bytes >= self.poll_budget_bytes or spent_rows >= self.step_rows \
                             or (spent_rows and spent_rows % DEADLINE_CHECK_ROWS == 0
                                 and self.out_of_time()):
                         self.behind = True
                         break
-                    spent_bytes += self._emit_row(sid, seq, event_json, event_zstd,
-                                                  utf8_bytes, out)
                     spent_rows += 1
+                    if sql_int(seq) is None:    # text, blob, real or out of range: after ints
+                        self._bad_row(out, "transcript_events", rowid, (sid, seq),
+                                      f"seq is {type_name(seq)}, not an integer in range")
+                        continue
+                    try:
+                        spent_bytes += self._emit_row(sid, seq, event_json, event_zstd,
+                                                      utf8_bytes, out)
+                    except Exception as exc:  # one row must not stop the poll
+                        out.append(self.error(f"{sid}:{seq}", f"internal: row skipped: "
+                                                               f"{type(exc).__name__}: {exc}"))
                     self.seq_cursor[sid] = seq
             finally:
                 rows.close()

@@ -10,8 +10,14 @@ complete line, and the bytes of a pending partial line. On each ``poll`` it
   offset changed: truncated and rewritten past our offset) and restarts at 0,
   first recovering the unread tail from a ``copytruncate`` copy beside it when
   one with matching bytes exists;
-* reads only complete lines; a line longer than ``max_line_bytes`` is skipped
+* reads complete lines; a line longer than ``max_line_bytes`` is skipped
   and reported rather than buffered without bound;
+* reads a last line that has no newline once it has stood still for
+  ``partial_line_grace`` seconds (no growth seen, or a file mtime that old), or at once
+  where the files are complete (``complete_files()``: ``replay``). It is read once: the
+  position moves past it and the follower is "mid-line" (``FollowerState.mid_line``,
+  kept across a suspend and a restart) until the next newline, so a writer that later
+  completes the line does not have it read twice (its rest is skipped, with a notice);
 * reads at most ``max_bytes`` per poll when asked to, so a caller catching up
   on a huge file takes it in bounded steps; ``behind`` says more is readable;
 * opens only regular files (``sources.regular``): a FIFO, device, socket or
@@ -27,18 +33,22 @@ next ``poll`` after the file changed (size, mtime or inode) reopens it and goes
 on exactly where it stopped, including a rotation or truncation that happened
 while it was closed.
 
-``state()`` and the ``resume`` argument carry inode, offset and a fingerprint
-of the bytes before the offset across restarts, so a restarted monitor neither
-re-reads nor skips anything (a file rotated while the monitor was down is
-found by its inode among its siblings and drained first).
+``state()`` and the ``resume`` argument carry inode, offset, a fingerprint
+of the bytes before the offset and whether the offset is inside a line already read
+across restarts, so a restarted monitor neither re-reads nor skips anything (a file
+rotated while the monitor was down is found by its inode among its siblings and drained
+first). A partial line not read yet is not covered by the offset: it is read again after
+a restart, once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from monitor.sources.regular import NotRegularFile, open_regular, open_regular_file, refusal
@@ -55,6 +65,27 @@ UNLIMITED = 1 << 62
 FINGERPRINT_BYTES = 1024
 DEFAULT_MAX_LINE_BYTES = 32 << 20
 ROTATED_GRACE_SECONDS = 2.0
+#: How long a last line without a newline must stand still before it is read as it is.
+PARTIAL_LINE_GRACE_SECONDS = 2.0
+
+#: Set while the files read are complete (``replay``): a last line without a newline is
+#: read at once, not after ``partial_line_grace``.
+_FILES_COMPLETE: ContextVar[bool] = ContextVar("clawwatch_files_complete", default=False)
+
+
+@contextlib.contextmanager
+def complete_files(complete: bool = True):
+    """Within this block (in this thread or task), the followers polled read files that no
+    writer adds to: a partial last line is read at once."""
+    token = _FILES_COMPLETE.set(complete)
+    try:
+        yield
+    finally:
+        _FILES_COMPLETE.reset(token)
+
+
+def files_complete() -> bool:
+    return _FILES_COMPLETE.get()
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,19 +109,26 @@ class TailNotice:
 
 @dataclass(slots=True)
 class FollowerState:
-    """What a checkpoint keeps of a follower."""
+    """What a checkpoint keeps of a follower. ``mid_line``: ``offset`` is inside a line
+    already read (a last line read without its newline, or an overlong line being
+    skipped); what follows up to the next newline is not a line of its own."""
 
     dev: int
     ino: int
     offset: int
     fingerprint: str
+    mid_line: bool = False
 
     def as_json(self) -> dict:
-        return {"dev": self.dev, "ino": self.ino, "offset": self.offset, "fp": self.fingerprint}
+        data = {"dev": self.dev, "ino": self.ino, "offset": self.offset, "fp": self.fingerprint}
+        if self.mid_line:
+            data["mid"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> FollowerState:
-        return cls(int(data["dev"]), int(data["ino"]), int(data["offset"]), str(data["fp"]))
+        return cls(int(data["dev"]), int(data["ino"]), int(data["offset"]), str(data["fp"]),
+                   data.get("mid") is True)
 
 
 @dataclass(slots=True)
@@ -115,6 +153,12 @@ class _OpenFile:
     #: No writer will add to this file (a copytruncate copy): its last partial line is
     #: emitted as soon as it is reached.
     final: bool = False
+    #: The largest read position reached in this file; reading up to it again (after a
+    #: suspend) is not growth. ``last_growth`` is when it last increased.
+    grown_to: int = 0
+    #: Where the partial last line read without its newline started, while its rest (if a
+    #: writer completes it) is being skipped.
+    completed_early_at: int | None = None
 
     @property
     def read_position(self) -> int:
@@ -136,10 +180,14 @@ class FileFollower:
         start_at_end: bool = False,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         rotated_grace_seconds: float = ROTATED_GRACE_SECONDS,
+        partial_line_grace: float | None = PARTIAL_LINE_GRACE_SECONDS,
     ) -> None:
         self.path = path
         self.max_line_bytes = max_line_bytes
         self.rotated_grace_seconds = rotated_grace_seconds
+        #: Seconds a last line without a newline stands still before it is read as it is
+        #: (None: never, only when completed).
+        self.partial_line_grace = partial_line_grace
         self.rotated_quiet_seconds = min(0.2, rotated_grace_seconds)
         self._current: _OpenFile | None = None
         self._draining: list[_OpenFile] = []
@@ -148,6 +196,9 @@ class FileFollower:
         self._drained_sizes: dict[tuple[int, int], int] = {}
         #: ``(dev, ino, size, mtime_ns)`` of the file when ``suspend`` closed it.
         self._suspended_as: tuple[int, int, int, int] | None = None
+        #: ``(last_growth, grown_to)`` of a file suspended with a partial last line unread,
+        #: so that line is still read after its grace time (and that time is not restarted).
+        self._suspended_partial: tuple[float, int] | None = None
         self._start_at_end = start_at_end
         self._budget = UNLIMITED
         self.notices: list[TailNotice] = []
@@ -183,19 +234,19 @@ class FileFollower:
         if current is None:
             return self._resume
         return FollowerState(current.dev, current.ino, current.offset,
-                             _digest(current.bytes_before_offset))
+                             _digest(current.bytes_before_offset), current.skipping_long_line)
 
     def suspend(self) -> bool:
         """Close the descriptor of a follower that has read its file to the end, keeping only
         its position; the next ``poll`` after the file changed reopens it there.
 
         Returns False, leaving it open, when that could not resume exactly: a rotated file
-        still draining, an overlong line being skipped, or bytes not read yet. A partial
-        last line is dropped from memory and read again after the resume.
+        still draining, or bytes not read yet. A partial last line is dropped from memory
+        and read again after the resume (``changed`` says so when its grace time is over);
+        being inside a line (``mid_line``) is kept.
         """
         current = self._current
-        if current is None or self._draining or current.skipping_long_line \
-                or not current.at_eof:
+        if current is None or self._draining or not current.at_eof:
             return False
         try:
             st = os.fstat(current.fd)
@@ -204,8 +255,11 @@ class FileFollower:
         if st.st_size != current.read_position:
             return False
         self._resume = FollowerState(current.dev, current.ino, current.offset,
-                                     _digest(current.bytes_before_offset))
+                                     _digest(current.bytes_before_offset),
+                                     current.skipping_long_line)
         self._suspended_as = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        self._suspended_partial = (current.last_growth, current.grown_to) \
+            if current.pending_partial_line else None
         os.close(current.fd)
         self._current = None
         return True
@@ -222,7 +276,7 @@ class FileFollower:
         if self._current is not None or self._draining:
             return True
         if self._suspended_as is not None:
-            return not self._unchanged_since_suspend()
+            return not self._unchanged_since_suspend() or self._suspended_partial_due()
         if self._resume is not None:
             return True
         return _view(self.path) != self._last_view
@@ -278,14 +332,17 @@ class FileFollower:
 
     def _poll(self, lines: list[Line]) -> None:
         if self._resume is not None:
-            if self._suspended_as is not None and self._unchanged_since_suspend():
+            if self._suspended_as is not None and self._unchanged_since_suspend() \
+                    and not self._suspended_partial_due():
                 return
             saved, self._resume = self._resume, None
             after_suspend, self._suspended_as = self._suspended_as is not None, None
             self._apply_resume(saved, lines, after_suspend=after_suspend)
         self._drain_rotated(lines)
-        if self._draining_unfinished():
-            return
+        # While a rotated file is still draining, the file now at the path is opened all the
+        # same (and read only once the drain is done): a generation that is renamed away
+        # again before the drain ends is then held by its descriptor instead of lost.
+        draining = self._draining_unfinished()
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -296,7 +353,7 @@ class FileFollower:
         except OSError as exc:
             self._last_view = ("error", exc.errno)
             self._note(f"cannot stat: {exc.strerror or exc}", error=True)
-            if self._current is not None:
+            if self._current is not None and not draining:
                 self._read_available(self._current, lines)
             return
         self._last_view = _view_of(st)
@@ -311,6 +368,8 @@ class FileFollower:
             current = self._open(st, announce=True)
             if current is None:
                 return
+        elif draining:
+            return
         elif self._was_truncated(current, st.st_size):
             self._handle_truncation(current, lines)
             self._drain_rotated(lines)
@@ -318,11 +377,21 @@ class FileFollower:
             return
         current.size_seen = max(current.size_seen, st.st_size)
         self._read_available(current, lines)
+        self._read_partial_last_line(current, lines)
 
     def _draining_unfinished(self) -> bool:
         """A rotated file (or copy) stopped short by the budget: the live file waits for it,
         so lines stay in the order they were written."""
         return any(not handle.at_eof for handle in self._draining)
+
+    def _suspended_partial_due(self) -> bool:
+        """A file suspended with a partial last line unread, whose grace time is over."""
+        if self._suspended_partial is None or self.partial_line_grace is None \
+                or self._suspended_as is None:
+            return False
+        since = self._suspended_partial[0]
+        return files_complete() or time.monotonic() - since >= self.partial_line_grace \
+            or time.time() - self._suspended_as[3] / 1e9 >= self.partial_line_grace
 
     def _unchanged_since_suspend(self) -> bool:
         try:
@@ -390,6 +459,10 @@ class FileFollower:
                 return
             if (handle.dev, handle.ino) == (saved.dev, saved.ino):
                 handle.offset = saved.offset
+                handle.skipping_long_line = saved.mid_line
+                if after_suspend and self._suspended_partial is not None:
+                    handle.last_growth, handle.grown_to = self._suspended_partial
+                self._suspended_partial = None
                 handle.bytes_before_offset = self._bytes_on_disk_before_offset(handle)
                 if handle.size_seen < saved.offset \
                         or _digest(handle.bytes_before_offset) != saved.fingerprint:
@@ -423,7 +496,7 @@ class FileFollower:
             return
         fst = os.fstat(fd)
         handle = _OpenFile(rotated, fd, fst.st_dev, fst.st_ino, offset=saved.offset,
-                           size_seen=fst.st_size)
+                           size_seen=fst.st_size, skipping_long_line=saved.mid_line)
         self._note(f"file was rotated to {os.path.basename(rotated)} {while_closed}; "
                    "draining it")
         self._draining.append(handle)
@@ -475,7 +548,8 @@ class FileFollower:
                 still_open.append(handle)
             elif not handle.pending_partial_line and quiet_for >= self.rotated_quiet_seconds:
                 os.close(handle.fd)
-            elif handle.pending_partial_line and quiet_for >= self.rotated_grace_seconds:
+            elif handle.pending_partial_line and (quiet_for >= self.rotated_grace_seconds
+                                                  or files_complete()):
                 self._note(
                     "rotated file ended without a newline; emitting its last line as is",
                     where=f"offset {handle.offset}",
@@ -525,6 +599,8 @@ class FileFollower:
         handle.bytes_before_offset = b""
         handle.pending_partial_line = b""
         handle.skipping_long_line = False
+        handle.completed_early_at = None
+        handle.grown_to = 0
         handle.fingerprint_at_offset = None
 
     def _find_copytruncate_copy(self, handle: _OpenFile) -> str | None:
@@ -602,9 +678,40 @@ class FileFollower:
                 break
         if grew or handle.fingerprint_at_offset is None:
             handle.fingerprint_at_offset = _digest(handle.bytes_before_offset)
-        if grew:
+        if position > handle.grown_to:
+            handle.grown_to = position
             handle.last_growth = time.monotonic()
         return grew
+
+    def _read_partial_last_line(self, handle: _OpenFile, lines: list[Line]) -> None:
+        """Read the live file's last line without its newline, once it has stood still for
+        ``partial_line_grace`` (or at once when the files are complete), and move past it:
+        the rest, if a writer completes the line later, is skipped up to its newline."""
+        partial = handle.pending_partial_line
+        if not partial or not handle.at_eof or handle.skipping_long_line \
+                or self.partial_line_grace is None:
+            return
+        if not (files_complete() or self._stood_still(handle)):
+            return
+        lines.append(Line(handle.path, handle.offset, partial))
+        handle.completed_early_at = handle.offset
+        handle.bytes_before_offset = (handle.bytes_before_offset
+                                      + partial[-FINGERPRINT_BYTES:])[-FINGERPRINT_BYTES:]
+        handle.offset += len(partial)
+        handle.pending_partial_line = b""
+        handle.skipping_long_line = True
+        handle.fingerprint_at_offset = _digest(handle.bytes_before_offset)
+
+    def _stood_still(self, handle: _OpenFile) -> bool:
+        """No growth seen for the grace time, or the file's mtime is that old."""
+        grace = self.partial_line_grace or 0.0
+        if time.monotonic() - handle.last_growth >= grace:
+            return True
+        try:
+            mtime = os.fstat(handle.fd).st_mtime
+        except OSError:
+            return False
+        return time.time() - mtime >= grace
 
     @staticmethod
     def _size_of(handle: _OpenFile, fallback: int) -> int:
@@ -623,6 +730,13 @@ class FileFollower:
                 break
             if handle.skipping_long_line:
                 handle.skipping_long_line = False
+                if handle.completed_early_at is not None:
+                    self._note(
+                        f"the last line at offset {handle.completed_early_at} was read "
+                        "without its newline after standing still; its rest, written "
+                        "later, was not read again",
+                        where=f"offset {handle.completed_early_at}")
+                    handle.completed_early_at = None
             else:
                 lines.append(Line(handle.path, line_start_offset + start, data[start:newline]))
             start = newline + 1
