@@ -116,3 +116,37 @@ def test_a_forged_line_in_a_real_log_raises_no_finding_for_the_victim(tmp_path):
         records += monitor.step()
     assert any(r["type"] == "tool_call" and r["key"] == VICTIM for r in records)
     assert [r for r in records if r["type"] == "finding"] == []
+
+
+def test_a_tool_name_or_later_text_cannot_attribute_a_loop_line_to_another_session(tmp_path):
+    """A model calls a missing tool named ``sessionId=<victim>`` (OpenClaw writes the name
+    into its ``agents/tools`` line), and its trace also carries an error quoting the
+    victim's ids: the critical stays on the attacker's run, named by the first line of it."""
+    attacker, victim = "aaaaaaaa-0000-4000-8000-000000000001", "dddddddd-0000-4000-8000-000000000004"
+    sessions = tmp_path / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / "sessions.json").write_text(json.dumps({
+        "agent:main:attacker": {"sessionId": attacker},
+        VICTIM: {"sessionId": victim}}))
+    tool = f"x: sessionId={victim} sessionKey={VICTIM}"
+    lines = [
+        record("diagnostic", f"session turn created: runId=run-a sessionId={attacker} "
+                             "sessionKey=agent:main:attacker agentId=main", "DEBUG"),
+        record("agent/embedded", f"embedded run tool error: runId=run-a error=sessionId={victim}"
+                                 f" sessionKey={VICTIM}", "WARN"),
+        record("exec", f"exec failed: sessionId={victim} sessionKey={VICTIM}", "WARN"),
+        record("agents/tools", f"Blocking {tool} due to critical loop: CRITICAL: attempted "
+                               f"unavailable tool {tool} 10 times."),
+        record("agents/loop-detection", f"Critical generic loop detected: sessionId={victim} "
+                                        "repeated 30 times"),
+    ]
+    log = tmp_path / "gateway.log"
+    log.write_text("".join(json.dumps({**line, "traceId": "trace-attacker"}) + "\n"
+                           for line in lines))
+    monitor = Monitor(SourceSet(state_dir=str(tmp_path), log_path=str(log)),
+                      DetectionEngine(Config()))
+    records = []
+    for _ in range(3):
+        records += monitor.step()
+    findings = [(r["key"], r["level"]) for r in records if r["type"] == "finding"]
+    assert findings and {key for key, _ in findings} == {"agent:main:attacker"}, findings

@@ -53,10 +53,17 @@ from monitor.sources.tail import (
 )
 from monitor.sources.transcript import parse_timestamp
 
-ID_FIELD_RE = re.compile(
-    r"\b(runId|sessionId|sessionKey|agentId|tool|toolCallId|detector|level|action|count|"
-    r"pairedTool|currentTool)=(\"[^\"]*\"|[^\s,;)]+)"
-)
+ID_FIELD_NAMES = frozenset({
+    "runId", "sessionId", "sessionKey", "agentId", "tool", "toolCallId", "detector", "level",
+    "action", "count", "pairedTool", "currentTool"})
+#: OpenClaw writes ids as ``<label>: key=value key=value …`` at the start of a message;
+#: only that leading run is read, up to the first word that is not ``key=value``, because
+#: what follows (a tool's output, an error text) is anyone's to write.
+LABEL_RE = re.compile(r"[A-Za-z][\w ./-]{0,80}: ")
+PAIR_RE = re.compile(r"(\w+)=(\"[^\"]*\"|[^\s\"]\S*)(?:\s+|$)")
+#: Subsystems whose messages put model-written text (a tool's name) before anything else,
+#: so no id is read from their text: their lines are joined to a run through ``traceId``.
+NO_TEXT_IDS = frozenset({"agents/tools", "agents/loop-detection"})
 STRUCTURED_ID_KEYS = {"runId": "runId", "sessionId": "sessionId", "sessionKey": "sessionKey",
                       "agentId": "agentId"}
 ROTATED_SUFFIX_RE = re.compile(r"\.(\d+)\.log$")
@@ -157,6 +164,22 @@ def _colour_level(colours: list[tuple[int, str]], at: int) -> str | None:
     return LEVEL_OF_COLOUR.get(active or "")
 
 
+def leading_fields(message: str) -> dict[str, str]:
+    """The id fields of the ``key=value`` run right after a message's ``<label>: `` (the
+    first of each name)."""
+    label = LABEL_RE.match(message)
+    if label is None:
+        return {}
+    fields: dict[str, str] = {}
+    position = label.end()
+    while (pair := PAIR_RE.match(message, position)) is not None:
+        name = pair[1]
+        if name in ID_FIELD_NAMES:
+            fields.setdefault(name, pair[2].strip('"'))
+        position = pair.end()
+    return fields
+
+
 def _known(value: str | None) -> str | None:
     return None if value in (None, "", "unknown") else value
 
@@ -164,11 +187,7 @@ def _known(value: str | None) -> str | None:
 def _notice(level: str, subsystem: str | None, message: str, ts: float | None, origin: str,
             *, structured: dict | None = None, record: dict | None = None,
             trace_id: str | None = None, extra: dict[str, str] | None = None) -> GatewayNotice:
-    fields: dict[str, str] = {}
-    for name, value in ID_FIELD_RE.findall(message):
-        # The first of each: OpenClaw puts its ids first; what follows (a quoted
-        # ``message="…"``, a tool's output) must not re-attribute the line.
-        fields.setdefault(name, value.strip('"'))
+    fields = {} if subsystem in NO_TEXT_IDS else leading_fields(message)
     if structured:
         for key, name in STRUCTURED_ID_KEYS.items():
             value = structured.get(key)
@@ -373,7 +392,8 @@ class TraceJoin:
                 self._ids.popitem(last=False)
         else:
             self._ids.move_to_end(notice.trace_id)
-        known.update(ids)
+        for name, value in ids.items():     # the first line of a run names it; a later
+            known.setdefault(name, value)     # line's text cannot re-attribute the run
         missing = {k: v for k, v in known.items() if k not in ids}
         if not missing:
             return notice

@@ -20,6 +20,7 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.errors import StylesheetError
 from textual.reactive import var
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input
@@ -179,11 +180,60 @@ class ClawwatchApp(AlertsAndActions, App):
             wanted = DEFAULT_THEME
         elif wanted not in self.theme_names:
             self.theme_names.append(wanted)
+        problem = self._theme_problem(wanted)
+        if problem is not None and wanted != DEFAULT_THEME:
+            errors.append(f"{problem}; using {DEFAULT_THEME}")
+            wanted = DEFAULT_THEME
         self.theme_errors = errors
         self.status_line.notes = list(errors)
         for error in errors:
             self.notify(error, title="theme", severity="error", timeout=15)
         self.theme = wanted
+
+    def _theme_problem(self, name: str) -> str | None:
+        """Why the app's CSS does not parse with theme ``name`` (None: it does). Tried on a
+        copy of the stylesheet, so a theme whose values pass ``themes.check_variable`` but
+        are still wrong where Textual puts them is refused before it is used."""
+        theme = self.get_theme(name)
+        if theme is None:
+            return f"theme {name!r} not found"
+        try:
+            variables = {**self.get_theme_variable_defaults(),
+                         **theme.to_color_system().generate(), **theme.variables}
+            stylesheet = self.stylesheet.copy()
+            stylesheet.set_variables(variables)
+            stylesheet.reparse()
+        except Exception as exc:  # any failure refuses the theme, never the dashboard
+            return f"theme {name!r} refused: the CSS does not parse with it ({type(exc).__name__})"
+        return None
+
+    def use_theme(self, name: str) -> bool:
+        """Switch to theme ``name`` unless its CSS fails (an error toast then)."""
+        problem = self._theme_problem(name)
+        if problem is not None:
+            self.notify(problem, title="theme", severity="error", timeout=15, markup=False)
+            return False
+        self.theme = name
+        return True
+
+    def refresh_css(self, animate: bool = True) -> None:
+        """Textual's, but a theme whose CSS fails all the same goes back to the last theme
+        that worked, with an error, instead of stopping the dashboard."""
+        try:
+            super().refresh_css(animate)
+        except StylesheetError:
+            bad = self.theme
+            good = getattr(self, "_good_theme", None)
+            if good is None or good == bad:
+                good = DEFAULT_THEME if bad != DEFAULT_THEME else "textual-dark"
+            if bad == good:
+                raise
+            self.notify(f"theme {bad!r} refused: the CSS does not parse with it; "
+                        f"back to {good!r}", title="theme", severity="error", timeout=15,
+                        markup=False)
+            self.theme = good
+        else:
+            self._good_theme = self.theme
 
     def _theme_changed(self, _theme) -> None:
         self.palette = Palette(self.get_css_variables())
@@ -303,8 +353,11 @@ class ClawwatchApp(AlertsAndActions, App):
     def action_next_theme(self) -> None:
         names = self.theme_names or [DEFAULT_THEME]
         current = self.theme if self.theme in names else names[-1]
-        self.theme = names[(names.index(current) + 1) % len(names)]
-        self.notify(f"theme: {self.theme}", timeout=2)
+        start = names.index(current)
+        for step in range(1, len(names) + 1):     # a theme that is refused is skipped
+            if self.use_theme(names[(start + step) % len(names)]):
+                break
+        self.notify(printable(f"theme: {self.theme}"), timeout=2, markup=False)
 
     def action_search(self) -> None:
         search = self.log_search
@@ -389,4 +442,4 @@ class ClawwatchApp(AlertsAndActions, App):
                 yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
         for name in self.theme_names:
             yield SystemCommand(printable(f"Theme: {name}"), printable(f"Use the {name} theme"),
-                                lambda name=name: setattr(self, "theme", name))
+                                lambda name=name: self.use_theme(name))

@@ -1,0 +1,299 @@
+"""A crafted agent DB never stops the reader: rows of the wrong type are reported and skipped.
+
+OpenClaw's tables are ``STRICT``; a database crafted (or written by something else) with the
+same schema but without ``STRICT`` and without column types stores whatever it is given: an
+``updated_at`` as text, ``entry_json`` as an integer, a ``session_id`` as NULL, an integer or
+a blob, a ``seq`` as text or a blob. Each such row must be reported (the database's path and
+``table/rowid N``) and skipped while the good sessions' rows flow, through ``replay --json``,
+``watch --headless`` and the ``stop --kill`` evidence reader (``monitor/act/evidence.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from chaos_writer import AGENT_DDL, assistant_tool_call, dumps, session_header
+
+from monitor.act import evidence as ev
+from monitor.events import SourceError, ToolCall
+from monitor.sources import sqlite_agent
+from monitor.sources.sqlite_agent import SqliteAgentSource
+from monitor.sources.sqlite_ro import BadRow, check_row
+
+REPO = Path(__file__).resolve().parent.parent
+GOOD_SID = "11111111-2222-3333-4444-555555555555"
+GOOD_KEY = "agent:main:good"
+OTHER_SID = "66666666-7777-8888-9999-000000000000"
+OTHER_KEY = "agent:main:other"
+NOW_MS = int(time.time() * 1000)
+
+
+def loose_ddl(*, nullable: bool = False) -> str:
+    """OpenClaw's agent schema without ``STRICT`` and without column types (so no affinity
+    converts a value either): SQLite stores whatever it is given. ``nullable`` also drops
+    the ``NOT NULL`` constraints."""
+    ddl = AGENT_DDL.replace(") STRICT;", ");")
+    ddl = re.sub(r"^(\s+[a-z_]+) (TEXT|INTEGER|BLOB)\b", r"\1", ddl, flags=re.MULTILINE)
+    return re.sub(r"(?<!IS) NOT NULL", "", ddl) if nullable else ddl
+
+
+def make_db(path: Path, *, nullable: bool = False) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(loose_ddl(nullable=nullable))
+    assert "STRICT" not in conn.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'session_nodes'").fetchone()[0]
+    return conn
+
+
+def add_node(conn, key, sid, *, entry_json="{}", updated_at=NOW_MS) -> None:
+    conn.execute("INSERT INTO session_nodes (session_key, current_session_id, entry_json, "
+                 "entry_valid, updated_at, status) VALUES (?, ?, ?, 1, ?, 'running')",
+                 (key, sid, entry_json, updated_at))
+
+
+def add_window(conn, sid, key, *, updated_at=NOW_MS) -> None:
+    conn.execute("INSERT INTO session_windows (session_id, session_key, created_at, updated_at,"
+                 " status, model) VALUES (?, ?, 1, ?, 'running', 'm')", (sid, key, updated_at))
+
+
+def add_row(conn, sid, seq, entry: dict) -> None:
+    conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at) "
+                 "VALUES (?, ?, ?, ?)", (sid, seq, dumps(entry), NOW_MS))
+
+
+def add_session(conn, key: str, sid: str, calls: int) -> None:
+    add_node(conn, key, sid)
+    add_window(conn, sid, key)
+    add_row(conn, sid, 0, session_header(sid))
+    for seq in range(1, calls + 1):
+        add_row(conn, sid, seq, assistant_tool_call(f"{key}-call-{seq}", seq))
+
+
+def bad_node_updated_text(conn):
+    add_node(conn, OTHER_KEY, OTHER_SID, updated_at="yesterday")
+
+
+def bad_node_entry_int(conn):
+    add_node(conn, OTHER_KEY, OTHER_SID, entry_json=42)
+
+
+def bad_window_sid_int(conn):
+    add_window(conn, 99, OTHER_KEY)
+
+
+def bad_window_sid_null(conn):
+    add_window(conn, None, OTHER_KEY)
+
+
+def bad_window_updated_text(conn):
+    add_window(conn, OTHER_SID, OTHER_KEY, updated_at="x")
+
+
+def bad_seq_text(conn):
+    add_row(conn, GOOD_SID, "zz", assistant_tool_call("bad-call", 99))
+
+
+def bad_seq_blob(conn):
+    add_row(conn, GOOD_SID, b"\x01", assistant_tool_call("bad-call", 99))
+
+
+def bad_sid_int(conn):
+    for seq in range(3):
+        add_row(conn, 5, seq, assistant_tool_call(f"bad-call-{seq}", seq))
+
+
+def bad_sid_blob(conn):
+    for seq in range(3):
+        add_row(conn, b"\x1b]0;x\x07", seq, assistant_tool_call(f"bad-call-{seq}", seq))
+
+
+#: name -> (writes the bad rows, needs NOT NULL dropped, the table the error names)
+CASES = {
+    "session_nodes.updated_at-text": (bad_node_updated_text, False, "session_nodes"),
+    "session_nodes.entry_json-integer": (bad_node_entry_int, False, "session_nodes"),
+    "session_windows.session_id-integer": (bad_window_sid_int, False, "session_windows"),
+    "session_windows.session_id-null": (bad_window_sid_null, True, "session_windows"),
+    "session_windows.updated_at-text": (bad_window_updated_text, False, "session_windows"),
+    "transcript_events.seq-text": (bad_seq_text, False, "transcript_events"),
+    "transcript_events.seq-blob": (bad_seq_blob, False, "transcript_events"),
+    "transcript_events.session_id-integer": (bad_sid_int, False, "transcript_events"),
+    "transcript_events.session_id-blob": (bad_sid_blob, False, "transcript_events"),
+}
+
+
+def crafted_state(root: Path, case: str) -> tuple[Path, Path]:
+    """A state dir whose agent DB holds one good session (3 calls) and the case's bad rows."""
+    write_bad, nullable, _ = CASES[case]
+    db_path = root / "state" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    conn = make_db(db_path, nullable=nullable)
+    add_session(conn, GOOD_KEY, GOOD_SID, 3)
+    write_bad(conn)
+    conn.close()
+    return root / "state", db_path
+
+
+def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+               XDG_STATE_HOME=str(home / ".state"))
+    return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True,
+                          text=True, timeout=60, cwd=str(REPO), env=env)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_replay_reports_and_skips_each_row_of_the_wrong_type(tmp_path, case):
+    import json
+
+    state, db_path = crafted_state(tmp_path, case)
+    result = run_cli(tmp_path, "replay", "--json", "--state-dir", str(state),
+                     "--log", str(tmp_path / "no.log"))
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 0, result.stderr[-2000:]
+    document = json.loads(result.stdout)
+    [source] = [s for s in document["sources"] if s["kind"] == "sqlite"]
+    assert source["errors"] >= 1
+    table = CASES[case][2]
+    wheres = [(sample["path"], sample["where"]) for sample in source["error_samples"]]
+    assert any(path == str(db_path) and re.fullmatch(rf"{table}/rowid \d+", where)
+               for path, where in wheres), wheres
+    sessions = {s["key"]: s for s in document["sessions"]}
+    assert sessions[GOOD_KEY]["tool_calls"] == 3
+    assert sessions[GOOD_KEY]["session_id"] == GOOD_SID
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_watch_headless_survives_each_row_of_the_wrong_type(tmp_path, case):
+    state, _ = crafted_state(tmp_path, case)
+    result = run_cli(tmp_path, "watch", "--headless", "--from-start", "--no-checkpoint",
+                     "--seconds", "2", "--state-dir", str(state),
+                     "--log", str(tmp_path / "no.log"))
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr[-2000:]
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "row skipped" in result.stdout + result.stderr
+
+
+def test_bad_rows_are_reported_once_and_later_rows_flow(tmp_path):
+    """In process, across polls: every bad shape at once, each reported once however often
+    it is read again, and rows written afterwards still arrive."""
+    db_path = tmp_path / "openclaw-agent.sqlite"
+    conn = make_db(db_path)
+    add_session(conn, GOOD_KEY, GOOD_SID, 2)
+    add_node(conn, "agent:main:n1", "sid-n1", updated_at="yesterday")
+    add_node(conn, "agent:main:n2", "sid-n2", entry_json=42)
+    add_node(conn, 12345, "sid-n3")
+    add_window(conn, 99, "agent:main:w1")
+    add_window(conn, "sid-w2", "agent:main:w2", updated_at="x")
+    add_window(conn, "sid-w3", b"blob-key")
+    bad_seq_text(conn)
+    bad_seq_blob(conn)
+    bad_sid_int(conn)
+    bad_sid_blob(conn)
+    source = SqliteAgentSource(str(db_path), "main", sweep_seconds=0)
+    events = source.poll()
+    errors = [e for e in events if isinstance(e, SourceError)]
+    assert [e.call_id for e in events if isinstance(e, ToolCall)] == [
+        f"{GOOD_KEY}-call-1", f"{GOOD_KEY}-call-2"]
+    assert len(errors) >= 7 and all("row skipped" in e.message for e in errors)
+    for _ in range(3):              # read again on every sweep, never reported again
+        assert not [e for e in source.poll() if isinstance(e, SourceError)]
+    add_row(conn, GOOD_SID, 3, assistant_tool_call(f"{GOOD_KEY}-call-3", 3))
+    add_node(conn, "agent:main:late", "late-sid", updated_at=NOW_MS + 10)
+    events = source.poll()
+    assert [e.call_id for e in events if isinstance(e, ToolCall)] == [f"{GOOD_KEY}-call-3"]
+    assert any(getattr(e, "key", None) == "agent:main:late" for e in events)
+    assert source.errors == len(errors)
+    conn.close()
+
+
+def test_an_unexpected_failure_on_one_row_is_reported_and_the_poll_goes_on(tmp_path,
+                                                                           monkeypatch):
+    db_path = tmp_path / "openclaw-agent.sqlite"
+    conn = make_db(db_path)
+    add_session(conn, GOOD_KEY, GOOD_SID, 3)
+    conn.close()
+    real = sqlite_agent.parse_entry
+
+    def parse_entry(entry, sid, origin):
+        if origin.endswith(":2"):
+            raise RuntimeError("a bug nobody foresaw")
+        return real(entry, sid, origin)
+
+    monkeypatch.setattr(sqlite_agent, "parse_entry", parse_entry)
+    source = SqliteAgentSource(str(db_path), "main")
+    events = source.poll()
+    assert [e.call_id for e in events if isinstance(e, ToolCall)] == [
+        f"{GOOD_KEY}-call-1", f"{GOOD_KEY}-call-3"]
+    [error] = [e for e in events if isinstance(e, SourceError)]
+    assert error.where == f"{GOOD_SID}:2" and "internal" in error.message
+    assert source.seq_cursor[GOOD_SID] == 3
+
+
+def test_check_row_accepts_only_the_declared_types():
+    spec = (("key", "text"), ("updated_at", "int?"), ("label", "opt-text"))
+    assert check_row(("k", 5, 3.5), spec) == ("k", 5, None)
+    assert check_row(("k", None, "x"), spec) == ("k", None, "x")
+    for row in ((5, 1, None), (None, 1, None), ("k", "1", None), ("k", b"1", None),
+                ("k", 1.0, None), ("k", True, None), ("k", -1, None), ("k", 2**63 - 1, None),
+                ("k", 1)):
+        with pytest.raises(BadRow):
+            check_row(row, spec)
+
+
+# ------------------------------------------------------------------ stop --kill evidence
+
+TASK_RUNS_LOOSE = """CREATE TABLE task_runs (task_id PRIMARY KEY, task_kind,
+  requester_session_key, run_id, task, status, created_at, started_at)"""
+
+
+def test_kill_evidence_ignores_rows_of_the_wrong_type(tmp_path):
+    state = tmp_path / "state"
+    conn = make_db(state / "agents" / "main" / "agent" / "openclaw-agent.sqlite",
+                   nullable=True)
+    exec_call = {"type": "message", "message": {"role": "assistant", "content": [
+        {"type": "toolCall", "id": "call-ok", "name": "exec",
+         "arguments": {"command": "sleep 600"}}]}}
+    add_node(conn, GOOD_KEY, GOOD_SID)
+    add_row(conn, GOOD_SID, 1, exec_call)
+    conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at) "
+                 "VALUES (?, 2, 12, 'noon')", (GOOD_SID,))
+    conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at) "
+                 "VALUES (?, 3, 1.5, ?)", (GOOD_SID, NOW_MS))
+    conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at, "
+                 "event_zstd, event_utf8_bytes, navigation_json) "
+                 "VALUES (?, 4, NULL, ?, 'not a blob', 10, '{}')", (GOOD_SID, NOW_MS))
+    for key, sid in ((12345, "sid-int-key"), (None, "sid-null-key"), ("agent:main:x", 7),
+                     ("agent:main:y", b"\x00blob"), (b"blob-key", "sid-blob-key")):
+        add_node(conn, key, sid)
+        add_row(conn, sid, 1, exec_call)
+    add_node(conn, "agent:main:when", "sid-when", updated_at="soon")
+    add_row(conn, "sid-when", "one", exec_call)
+    conn.close()
+    global_db = state / "state" / "openclaw.sqlite"
+    global_db.parent.mkdir(parents=True)
+    with sqlite3.connect(global_db) as gconn:
+        gconn.execute(TASK_RUNS_LOOSE)
+        rows = [("t1", "exec", 42, "exec:a", "sleep 1", "running", NOW_MS, NOW_MS),
+                ("t2", "exec", b"key", "exec:b", "sleep 1", "running", NOW_MS, NOW_MS),
+                ("t3", "exec", "agent:main:t3", 7, 5, "running", "now", b"x"),
+                ("t4", "exec", "agent:main:t4", b"exec:c", None, "running", 1e300, None),
+                ("t5", "exec", "agent:main:ok", "exec:calm-reef", "sleep 9", "running",
+                 NOW_MS, NOW_MS)]
+        gconn.executemany("INSERT INTO task_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    calls = ev.recent_exec_calls(str(state))
+    assert {(c.session_key, c.call_id, c.command) for c in calls} >= {
+        (GOOD_KEY, "call-ok", "sleep 600")}
+    assert all(isinstance(c.session_key, str) for c in calls)
+    tasks = {t.session_key: t for t in ev.running_background_execs(str(state))}
+    assert tasks["agent:main:ok"].process_session == "calm-reef"
+    assert set(tasks) <= {"agent:main:ok", "agent:main:t3", "agent:main:t4"}
+    t3 = tasks["agent:main:t3"]
+    assert t3.process_session is None and t3.command == "" and t3.started_at is None
