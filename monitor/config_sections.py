@@ -131,7 +131,8 @@ class DiminishingReturnsConfig:
 class ContextBloatConfig:
     baseline_messages: int = field(default=3, metadata=_range(1, WINDOW_MAX))
     warning_factor: float = field(default=4.0, metadata=_range(0, FACTOR_MAX))
-    critical_factor: float = field(default=8.0, metadata=_range(0, FACTOR_MAX))
+    # None: no critical. A long productive run grows its prompt too; the limit is the user's.
+    critical_factor: float | None = field(default=None, metadata=_range(0, FACTOR_MAX))
     min_input_tokens: int = field(default=50_000, metadata=_range(0, TOKENS_MAX))
     max_efficiency: float = field(default=0.002, metadata=_range(0, FACTOR_MAX))
 

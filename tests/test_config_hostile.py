@@ -225,7 +225,8 @@ def test_a_clamp_never_pushes_a_value_past_its_bound(tmp_path):
     """critical is raised above warning: at warning's maximum there is no room (an error,
     where the old clamp made critical_threshold 1000001)."""
     path = write(tmp_path, "detection: {warning_threshold: 1000000}\n"
-                           "agents: {x: {detection: {context_bloat: {warning_factor: 1000000}}}}\n")
+                           "agents: {x: {detection: {context_bloat: {warning_factor: 1000000,"
+                           " critical_factor: 8}}}}\n")
     errors = errors_of(path)
     assert f"{path}:detection.warning_threshold: 1000000 leaves no room for " \
            "critical_threshold above it (at most 1000000)" in errors

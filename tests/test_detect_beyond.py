@@ -128,8 +128,8 @@ def test_new_questions_are_not_continuations():
     assert script.of("diminishing_returns") == []
 
 
-def test_context_bloat():
-    script = Script()
+def test_context_bloat(tmp_path):
+    script = Script(engine_with(tmp_path, "detection: {context_bloat: {critical_factor: 8}}\n"))
     for prompt, output in ((20000, 800), (21000, 700), (22000, 900), (60000, 300),
                            (90000, 20), (120000, 15), (170000, 12)):
         script.assistant(usage=Usage(input=prompt, output=output, total=prompt + output))

@@ -122,7 +122,8 @@ def test_a_tool_name_or_later_text_cannot_attribute_a_loop_line_to_another_sessi
     """A model calls a missing tool named ``sessionId=<victim>`` (OpenClaw writes the name
     into its ``agents/tools`` line), and its trace also carries an error quoting the
     victim's ids: the critical stays on the attacker's run, named by the first line of it."""
-    attacker, victim = "aaaaaaaa-0000-4000-8000-000000000001", "dddddddd-0000-4000-8000-000000000004"
+    attacker = "aaaaaaaa-0000-4000-8000-000000000001"
+    victim = "dddddddd-0000-4000-8000-000000000004"
     sessions = tmp_path / "agents" / "main" / "sessions"
     sessions.mkdir(parents=True)
     (sessions / "sessions.json").write_text(json.dumps({

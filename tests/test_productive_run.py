@@ -189,6 +189,17 @@ def test_a_heavy_refactor_of_270_calls_is_never_stopped(tmp_path):
     assert criticals(records, "agent:main:heavy") == [] and controller.calls == []
 
 
+def test_an_all_night_run_of_600_calls_whose_prompt_grows_eightfold_is_never_stopped(tmp_path):
+    """Past ~500 calls the prompt is over 8x its early baseline while each reply stays a
+    normal tool-calling turn: context_bloat warns, and stays a warning by default."""
+    state_dir, _ = write_state_dir(tmp_path, "legacy", [progress(600)])
+    records, controller = watch_auto(tmp_path, state_dir, "actions: {on_critical: stop}\n")
+    assert tool_calls(records, PRODUCTIVE) == 600
+    assert criticals(records, PRODUCTIVE) == [] and controller.calls == []
+    assert "context_bloat" in {r["detector"] for r in records if r["type"] == "finding"
+                               and r["key"] == PRODUCTIVE}
+
+
 def test_loop_criticals_still_act_beside_a_productive_run(tmp_path):
     state_dir, _ = write_state_dir(tmp_path, "legacy", [progress(), hammer(limit=40)])
     records, controller = watch_auto(tmp_path, state_dir, "actions: {on_critical: stop}\n")

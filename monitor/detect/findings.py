@@ -14,7 +14,7 @@ LOOP_DETECTORS = frozenset({
     "generic_repeat", "known_poll_no_progress", "ping_pong", "unknown_tool_repeat",
     "global_circuit_breaker", "argument_churn", "session_no_progress",
     "post_compaction_repeat", "gateway_loop_notice"})
-BUDGET_DETECTORS = frozenset({"token_budget", "burn_rate", "iteration_budget"})
+BUDGET_DETECTORS = frozenset({"token_budget", "burn_rate", "iteration_budget", "context_bloat"})
 _SHARED_FIELDS = ("session_key", "session_id", "tool", "pattern")
 
 
