@@ -6,7 +6,8 @@ makes every character that a terminal would act on visible instead: C0 and C1 co
 and DEL become their Unicode control pictures (ESC shows as ``␛``, so ``ESC]0;x BEL``
 reads ``␛]0;x␇`` and retitles nothing), and characters that reorder or hide text (bidi
 embeddings, overrides and isolates, zero-width characters, line and paragraph separators,
-lone surrogates) become ``<U+XXXX>``. The result holds no character a terminal
+lone surrogates, variation selectors, tag characters: every format (Cf) and
+default-ignorable code point) become ``<U+XXXX>``. The result holds no character a terminal
 interprets, so any escape sequence in data arrives as inert text.
 
 Markup is the UI's half of the boundary: the dashboard renders data as ``rich.text.Text``
@@ -18,26 +19,66 @@ from __future__ import annotations
 _VISIBLE_NAME = {0x7F: "\u2421"}                        # DEL -> ␡
 _VISIBLE_NAME.update({code: chr(0x2400 + code) for code in range(0x20)})  # ␀ … ␟, ESC -> ␛
 
-_HIDDEN_OR_REORDERING = (
-    *range(0x80, 0xA0),                                 # C1 controls (CSI 0x9B, OSC 0x9D …)
-    0x00AD,                                             # soft hyphen
-    0x061C,                                             # Arabic letter mark
-    0x115F, 0x1160, 0x3164, 0xFFA0,                     # Hangul fillers (blank "letters")
-    0x180E,                                             # Mongolian vowel separator
-    *range(0x200B, 0x2010),                             # zero-width space/joiners, LRM, RLM
-    0x2028, 0x2029,                                     # line and paragraph separators
-    *range(0x202A, 0x202F),                             # bidi embeddings and overrides
-    *range(0x2060, 0x2070),                             # word joiner, invisible operators, isolates
-    0xFEFF,                                             # zero-width no-break space (BOM)
-    *range(0xFFF9, 0xFFFC),                             # interlinear annotation controls
-    *range(0xD800, 0xE000),                             # lone surrogates (from JSON "\\ud800")
-    *range(0xE0000, 0xE0080),                           # tag characters
+# Every code point a terminal would act on or draw as nothing, as inclusive ranges: the
+# general categories Cc (the C1 controls; C0 and DEL are above), Cf (format: bidi controls,
+# zero-width characters, Arabic/Syriac/Egyptian format marks, shorthand format controls,
+# musical format controls, tags), Cs (lone surrogates, from JSON "\\ud800"), Zl and Zp
+# (line and paragraph separators), plus every Default_Ignorable_Code_Point (the soft hyphen,
+# the combining grapheme joiner U+034F, Hangul fillers, Khmer U+17B4/5, Mongolian variation
+# selectors U+180B-180F, variation selectors U+FE00-FE0F and U+E0100-E01EF, U+FFF0-FFF8,
+# the whole tag block U+E0000-E0FFF). A literal, so that import stays cheap; generated with
+#
+#   cats = {"Cc", "Cf", "Cs", "Zl", "Zp"}
+#   {c for c in range(0x80, 0x110000) if unicodedata.category(chr(c)) in cats}
+#   | Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode 15.1)
+#
+# on Python 3.11 (unicodedata 14.0.0), merged into ranges, with U+13439-1343F (Egyptian
+# hieroglyph format controls, Cf since Unicode 15.0) added by hand.
+# tests/test_display_invisible.py checks the running unicodedata against it.
+_HIDDEN_RANGES = (
+    (0x0080, 0x009F), (0x00AD, 0x00AD), (0x034F, 0x034F), (0x0600, 0x0605),
+    (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891),
+    (0x08E2, 0x08E2), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x200B, 0x200F), (0x2028, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+    (0xD800, 0xDFFF), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
 )
+# Emoji presentation selectors (VS15 text, VS16 emoji) are kept right after a character
+# that can take one (a symbol or emoji, or a keycap's #, * or digit): "❤️" and
+# "1️⃣" stay readable. Anywhere else (after a letter, after another selector)
+# they are shown like every other invisible character, so a run of selectors cannot smuggle
+# a hidden message and two keys that differ only by selectors never print alike.
+_PRESENTATION = (0xFE0E, 0xFE0F)
+_LONE_PRESENTATION = None  # compiled on first use
 
-_SINGLE_LINE = {code: name for code, name in _VISIBLE_NAME.items()}
-_SINGLE_LINE.update({code: f"<U+{code:04X}>" for code in _HIDDEN_OR_REORDERING})
-_MULTI_LINE = dict(_SINGLE_LINE)
-del _MULTI_LINE[0x0A], _MULTI_LINE[0x09]
+
+def _hidden_codes():
+    for first, last in _HIDDEN_RANGES:
+        for code in range(first, last + 1):
+            if code not in _PRESENTATION:
+                yield code
+
+
+_tables: dict[str, dict[int, str]] = {}
+
+
+def _table(name: str) -> dict[int, str]:
+    """The translate tables, built on first use (clawwatch imports this at start-up, and
+    most text is ASCII)."""
+    global _LONE_PRESENTATION
+    if not _tables:
+        import re
+
+        single = {code: name for code, name in _VISIBLE_NAME.items()}
+        single.update({code: f"<U+{code:04X}>" for code in _hidden_codes()})
+        multi = dict(single)
+        del multi[0x0A], multi[0x09]
+        _tables.update(single=single, multi=multi, json={
+            code: _json_escape(code) for code in (0x7F, *_hidden_codes())})
+        _LONE_PRESENTATION = re.compile(
+            "(?<![#*0-9\u00a9\u00ae\u203c-\u3299\U0001F000-\U0001FAFF])[\ufe0e\ufe0f]")
+    return _tables[name]
 
 
 def printable(text: object, *, keep_newlines: bool = False) -> str:
@@ -48,7 +89,10 @@ def printable(text: object, *, keep_newlines: bool = False) -> str:
         text = str(text)
     if text.isascii() and text.isprintable():
         return text
-    return text.translate(_MULTI_LINE if keep_newlines else _SINGLE_LINE)
+    text = text.translate(_table("multi" if keep_newlines else "single"))
+    if "\ufe0e" in text or "\ufe0f" in text:
+        text = _LONE_PRESENTATION.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
+    return text
 
 
 def is_printable(text: str, *, keep_newlines: bool = False) -> bool:
@@ -63,9 +107,6 @@ def _json_escape(code: int) -> str:
     return f"\\u{code:04x}"
 
 
-_JSON_ESCAPES = {code: _json_escape(code) for code in (0x7F, *_HIDDEN_OR_REORDERING)}
-
-
 def json_safe(document: str) -> str:
     """A JSON text (``json.dumps(..., ensure_ascii=False)``) with DEL, the C1 controls and
     every bidi, invisible and lone-surrogate character written as a ``\\uXXXX`` escape.
@@ -77,7 +118,10 @@ def json_safe(document: str) -> str:
     readable."""
     if document.isascii() and "\x7f" not in document:
         return document
-    return document.translate(_JSON_ESCAPES)
+    document = document.translate(_table("json"))
+    if "\ufe0e" in document or "\ufe0f" in document:
+        document = _LONE_PRESENTATION.sub(lambda m: _json_escape(ord(m.group())), document)
+    return document
 
 
 def json_dumps(value: object, **options) -> str:

@@ -13,9 +13,14 @@ masked whatever their value; secret-looking text is masked wherever it appears:
 * PEM private-key blocks (to their END line, or to the end of the text);
 * keyword assignments, ``NAME=value`` / ``NAME: value`` where the name holds ``token``,
   ``secret``, ``passw(or)d``, ``pwd``, ``passphrase``, ``credential`` or ends in ``_key`` /
-  ``apikey`` / ``accesskey`` / ``privatekey`` (env style ``AWS_SECRET_ACCESS_KEY=…`` too);
-* bearer and basic credentials, ``--token x`` style flags, ``curl -u user:pass``, argv lists
-  (``["--token", "x"]``), URL userinfo (``scheme://user:pass@``);
+  ``apikey`` / ``accesskey`` / ``privatekey``, or is the word ``pass`` / ``auth`` /
+  ``cookie`` (``DB_PASS=…``, ``"auth": "…"``), with ``=``, ``:`` or their URL-encoded
+  ``%3D`` / ``%3A`` (env style ``AWS_SECRET_ACCESS_KEY=…`` too); a value never starts at a
+  ``{`` or ``[`` (the names nested in it are found by their own);
+* ``Authorization:`` headers of any scheme (bearer and basic credentials anywhere),
+  ``Cookie:`` / ``Set-Cookie:`` values, ``--token x`` style flags, ``curl -u user:pass``,
+  ``mysql -pX``, ``sshpass -p X``, ``redis-cli -a X``, ``docker login -p X``, argv lists
+  (``["--token", "x"]``), URL userinfo (``scheme://user:pass@``, ``https://token@``);
 * every secret clawwatch itself knows (``register_known_secret``: the gateway token, the
   ``--gateway`` URL's password, webhook URLs' secrets), replaced literally.
 
@@ -37,20 +42,38 @@ import threading
 from typing import Any
 
 REDACTED = "«redacted»"
+#: Fields of clawwatch's own documents whose name looks secret but whose value never is.
+_PLAIN_FIELDS = frozenset({("tokens_from", "index"), ("tokens_from", "transcript")})
 _SECRET_KEY = re.compile(r"(?i)(token|secret|passw|pwd|api[_-]?key|apikey|auth|cookie|"
-                         r"credential|private[_-]?key|session[_-]?key)")
+                         r"credential|private[_-]?key|session[_-]?key|"
+                         # ``pass``, ``db_pass``, ``dbPass``, ``PASS_PHRASE``; not ``bypass``
+                         r"(?:(?<![a-z])(?-i:[Pp]ass|PASS)|(?<=[a-z])(?-i:Pass))(?![a-z]))")
+#: Secret-named fields of clawwatch's own records, whose value is never a secret (a record's
+#: ``session_key`` is a session's name, like ``key``).
+_RECORD_FIELDS = frozenset({"session_key"})
 # Names whose value is a secret: in assignments, flags and argv pairs.
-_NAME = (r"(?:token|secret|passw(?:or)?d|pwd|passphrase|credentials?|"
+_NAME = (r"(?:token|secret|passw(?:or)?[dt]|pwd|passphrase|credentials?|"
          r"(?:api|access|private|secret|auth|[_.-])key)")
+# Short names, as whole words (``DB_PASS``, ``"auth"``; not ``bypass``, ``oauth``), with the
+# separator close by: their markers hold it, so ``passed`` or ``author`` run no regex.
+_WORDS = ("pass", "auth", "cookie")
+_WORD = r"(?<![a-z0-9])(?:" + "|".join(_WORDS) + r")"
 _FLAG_NAME = (r"(?:[\w-]{0,40}?(?:token|secret|passw(?:or)?d|pwd|passphrase|credentials?|"
-              r"api-?key|access-key|private-key))")
+              r"api-?key|access-key|private-key)|(?:[\w-]{0,40}?[-_])?(?:pass|auth|cookie))")
+_WORD_MARKERS = tuple(word + sep for word in _WORDS
+                      for sep in ("=", ":", '"', "'", "\\", " ", "\t", "%3"))
 _NAME_MARKERS = ("token", "secret", "passw", "pwd", "passphrase", "credential", "apikey",
                  "accesskey", "privatekey", "secretkey", "authkey", "_key", "-key", ".key")
 _FLAG_MARKERS = ("token", "secret", "passw", "pwd", "passphrase", "credential", "-key",
-                 "apikey")
+                 "apikey", *(sep + word for word in _WORDS for sep in "-_"))
 _VALUE = r"[^\s\"'&,;\\]+"
 # A value, whole when quoted (the quote is the last character of the match's prefix).
 _QVALUE = r"(?:(?<=\")[^\"\\\n]+|(?<=')[^'\\\n]+|" + _VALUE + ")"
+# The same, never starting with ``{`` or ``[``: ``"credentials": {"pass": "x"}`` keeps its
+# structure, and the nested names are found by their own rule.
+_KVALUE = r"(?:(?<=\")[^\"\\\n]+|(?<=')[^'\\\n]+|(?![{\[])" + _VALUE + ")"
+# A command line up to a flag: no pipe, list or redirection between the command and it.
+_ARGS = r"\b[^\n|;&<>]{0,200}?\s"
 # (regex, replacement, markers): the regex runs only on a text whose casefolded form holds
 # one of its markers, which every match contains (most texts hold none). Compiled on first
 # use (``_rules()``; ``_SECRET_TEXT``), not at import: clawwatch imports this at start-up.
@@ -60,6 +83,21 @@ _RULE_SOURCES = (
      r"(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|\Z)", REDACTED,
      ("private key",)),
     (r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}", r"\1 " + REDACTED, ("bearer", "basic")),
+    # ``Authorization: <any scheme> x`` (Token, Digest, AWS4-HMAC-SHA256, …) and the bare
+    # ``Authorization: x``; ``Cookie:`` / ``Set-Cookie:`` header values whole.
+    (r"(?i)\b((?:proxy-)?authori[sz]ation\\?[\"']?\s*[:=]\s*\\?[\"']?"
+     r"(?:[A-Za-z][\w.-]{0,40}\s+(?=[^\s\"'\\]))?)" + _KVALUE, r"\1" + REDACTED,
+     ("authori",)),
+    (r"(?i)\b((?:set-)?cookie\\?[\"']?\s*:\s*\\?[\"']?)(?![{\[])[^\r\n\"'\\]+",
+     r"\1" + REDACTED, ("cookie",)),
+    # Passwords of tools that take them glued or as the next argument: ``mysql -pX`` (a
+    # ``-p X`` there names a database), ``sshpass -p X``, ``redis-cli -a X``, ``docker login
+    # -p X``.
+    (r"((?:(?i:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mariadb|mariadb-dump))"
+     + _ARGS + r"-p|\bsshpass" + _ARGS + r"-p\s*|\bredis-cli" + _ARGS + r"-a\s*|"
+     r"\b(?:docker|podman|nerdctl)\s+login" + _ARGS + r"-p\s*)\\?[\"']?)" + _QVALUE,
+     r"\1" + REDACTED, ("mysql", "mariadb", "sshpass", "redis-cli", "docker", "podman",
+                         "nerdctl")),
     # Prefixed token shapes (gitleaks ids in brackets).
     (r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{10,}", REDACTED,             # anthropic, openai
      ("sk-", "pk-", "rk-")),
@@ -100,25 +138,37 @@ _RULE_SOURCES = (
     (r"(?i)(\\?[\"'](?:--?" + _FLAG_NAME + r"|-u|--user)\\?[\"']\s*,\s*\\?[\"'])"
      r"[^\"'\\]+", r"\1" + REDACTED, (*_FLAG_MARKERS, "-u")),
     # NAME=value, NAME: value, "NAME": "value" (env style, YAML, JSON, query strings).
-    (r"(?i)(" + _NAME + r"\\?[\"']?\s*[=:]\s*\\?[\"']?)" + _QVALUE, r"\1" + REDACTED,
-     _NAME_MARKERS),
+    # ``%3D`` / ``%3A``: the same, URL-encoded.
+    (r"(?i)(" + _NAME + r"\\?[\"']?\s*(?:[=:]|%3[da])\s*\\?[\"']?)" + _KVALUE,
+     r"\1" + REDACTED, _NAME_MARKERS),
+    (r"(?i)(" + _WORD + r"\\?[\"']?[ \t]*(?:[=:]|%3[da])\s*\\?[\"']?)" + _KVALUE,
+     r"\1" + REDACTED, _WORD_MARKERS),
     (r"(://[^/\s:@]+:)[^@\s/]+@", r"\1" + REDACTED + "@", ("://",)),
+    # ``https://TOKEN@host``: userinfo without a password is a token (git, GitHub, GitLab).
+    (r"(?i)(\b(?:https?|wss?)://)[^/\s:@?#]+@", r"\1" + REDACTED + "@", ("://",)),
 )
 _compiled: dict[str, Any] = {}
+# Substrings shared by several markers (each gate is in none of the others' markers).
+_GATES = ("pass", "auth")
 
 
 def _rules() -> dict[str, Any]:
     """The compiled rules (``_SECRET_TEXT``), and the markers to look for: every rule's, less
     those that hold another one (``_ALL_MARKERS``). A text is scanned once for each marker; a
-    marker found runs the rules with a marker that holds it (``_RULES_OF_MARKER``), in order."""
+    marker found runs the rules with a marker that holds it (``_RULES_OF_MARKER``), in order.
+    The markers that hold a gate (``_GATES``: ``pass=``, ``-pass``, ``passw`` …) are looked
+    for only in a text that holds the gate (``_GATED``), so most texts are scanned once per
+    gate rather than once per marker."""
     if not _compiled:
         rules = [(re.compile(pattern), replacement, markers)
                  for pattern, replacement, markers in _RULE_SOURCES]
         every = {m for _, _, markers in rules for m in markers}
         kept = tuple(sorted({m for m in every if not any(o != m and o in m for o in every)},
                             key=lambda m: (len(m), m)))
+        gated = {gate: tuple(m for m in kept if gate in m) for gate in _GATES}
         _compiled.update(
-            _SECRET_TEXT=rules, _ALL_MARKERS=kept,
+            _SECRET_TEXT=rules, _ALL_MARKERS=kept, _GATED=gated,
+            _SCAN=(*(m for m in kept if not any(gate in m for gate in _GATES)), *_GATES),
             _RULES_OF_MARKER={marker: frozenset(index for index, (_, _, ms) in enumerate(rules)
                                                 if any(marker in m for m in ms))
                               for marker in kept},
@@ -194,9 +244,12 @@ def redact_text(text: str) -> str:
     if not folded.isascii():  # the two letters ``(?i)i`` matches that casefold elsewhere
         folded = folded.replace("\u0131", "i").replace("\u0307", "")
     rules = _compiled or _rules()
-    found = [marker for marker in rules["_ALL_MARKERS"] if marker in folded]
+    found = [marker for marker in rules["_SCAN"] if marker in folded]
     if not found:
         return text
+    gated = rules["_GATED"]
+    found = [marker for gate in found for marker in (
+        [m for m in gated[gate] if m in folded] if gate in gated else (gate,))]
     of_marker = rules["_RULES_OF_MARKER"]
     run = frozenset().union(*(of_marker[marker] for marker in found))
     for index, (pattern, replacement, _) in enumerate(rules["_SECRET_TEXT"]):
@@ -239,7 +292,8 @@ def redact(value: Any, limit: int | None = None) -> Any:
     With ``limit``, each text is cut to its ``shown_start`` first (for display only)."""
     if isinstance(value, dict):
         return {k: REDACTED if isinstance(k, str) and _SECRET_KEY.search(k)
-                and not isinstance(v, (dict, list)) else redact(v, limit)
+                and not isinstance(v, (dict, list)) and (k, v) not in _PLAIN_FIELDS
+                else redact(v, limit)
                 for k, v in value.items()}
     if isinstance(value, list):
         return _redact_list(value, limit)
@@ -250,16 +304,23 @@ def redact(value: Any, limit: int | None = None) -> Any:
 
 def redact_record(record: Any) -> Any:
     """An output record (a ``watch --json`` line, the replay document, an audit entry, a
-    webhook's record) with secret-looking text masked in every string value, at any depth.
-    Keys and non-text values are kept (an output's shape never changes); an argv list has
-    the item after a secret flag masked. Returns ``record`` itself when nothing changed."""
+    webhook's record) with secret-looking text masked in every string value, at any depth,
+    and the string value of a secret-named key (``auth``, ``db_pass``, ``apiKey``) masked
+    whole, save clawwatch's own fields (``session_key``, ``tokens_from``). Keys and
+    non-text values are kept (an output's shape never changes); an argv list has the item
+    after a secret flag masked. Returns ``record`` itself when nothing changed."""
     if isinstance(record, str):
         return redact_text(record)
     if isinstance(record, dict):
         changed = False
         out = {}
         for key, value in record.items():
-            new = redact_record(value)
+            if (isinstance(value, str) and value != REDACTED and isinstance(key, str)
+                    and _SECRET_KEY.search(key) and key not in _RECORD_FIELDS
+                    and (key, value) not in _PLAIN_FIELDS):
+                new = REDACTED
+            else:
+                new = redact_record(value)
             changed = changed or new is not value
             out[key] = new
         return out if changed else record

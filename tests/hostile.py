@@ -10,6 +10,7 @@ terminal, which the display boundary must have turned into visible text.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 PAYLOAD = "HOSTILE"
 ESC = "\x1b"
@@ -43,6 +44,16 @@ HOSTILE_STRINGS: dict[str, str] = {
     "nul": f"{PAYLOAD}\x00after-nul",
     "long_line": PAYLOAD + "A" * 100_000 + ESC + "]0;long" + BEL,
     "unicode_key": f"café-{PAYLOAD}-日本語-🦀",
+    # one variation selector per byte: a hidden message ("emoji smuggling")
+    "variation_selectors": PAYLOAD + "".join(
+        chr(0xFE00 + b) if b < 16 else chr(0xE0100 + b - 16) for b in b"rm -rf ~\x00\x0f"),
+    # default-ignorable and format characters outside the bidi/zero-width blocks
+    "invisible_format": (f"PAY\u034fLO\u17b4\u17b5AD\u180b\u180f{PAYLOAD}\U0001d173\U0001d17a"
+                         "\U0001bca0\U0001bca3\u2065\ufff0\U000e0001\U000e01ef\U000e0fff"
+                         "\u0600\u06dd\u070f\U000110bd\U00013430\u115f\u3164"),
+    # presentation selectors: kept after an emoji or keycap, shown after a letter
+    "emoji_presentation": (f"{PAYLOAD}\u2764\ufe0f 1\ufe0f\u20e3 \U0001f468\u200d\U0001f469 "
+                           "prod\ufe0f"),
 }
 
 # Raw sequences that act on a terminal when data reaches it unchanged. The display boundary
@@ -65,17 +76,50 @@ _INJECTION = re.compile(
 )
 
 
+# Default_Ignorable_Code_Point ranges (Unicode 15.1 DerivedCoreProperties.txt) that are not
+# of a category ``_invisible`` already catches.
+_DEFAULT_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+                      (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0),
+                      (0xFFF0, 0xFFF8), (0xE0000, 0xE0FFF))
+
+
+def _invisible(text: str) -> list[str]:
+    """Every format, default-ignorable, separator or surrogate character of ``text`` (by
+    Unicode data, independently of ``monitor.display``), except a presentation selector
+    (U+FE0E/FE0F) right after an emoji, a symbol or a keycap base, which belongs to it."""
+    found = []
+    for index, char in enumerate(text):
+        code = ord(char)
+        if code < 0xA0 or char.isascii():
+            continue
+        if code in (0xFE0E, 0xFE0F) and index and (
+                text[index - 1] in "#*0123456789"
+                or unicodedata.category(text[index - 1]) == "So"):
+            continue
+        if (unicodedata.category(char) in ("Cf", "Cs", "Zl", "Zp")
+                or any(first <= code <= last for first, last in _DEFAULT_IGNORABLE)):
+            found.append(char)
+    return found
+
+
 def terminal_injections(output: bytes | str) -> list[bytes]:
-    """The sequences in ``output`` that came from data and would act on a terminal."""
+    """The sequences in ``output`` that came from data and would act on a terminal, and
+    every invisible (format or default-ignorable) character it holds."""
     if isinstance(output, str):
         output = output.encode("utf-8", "surrogatepass")
-    return _INJECTION.findall(output)
+    try:
+        text = output.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:   # a pty read cut a character: lone surrogates are found above
+        text = output.decode("utf-8", "replace")
+    hidden = [char.encode("utf-8", "surrogatepass") for char in _invisible(text)]
+    return _INJECTION.findall(output) + hidden
 
 
 def raw_controls(text: str, *, allow: str = "\n\t") -> list[str]:
-    """Every character of ``text`` a terminal interprets (controls, C1, bidi, zero-width),
+    """Every character of ``text`` a terminal interprets or draws as nothing (controls, C1,
+    bidi, zero-width, variation selectors, every format and default-ignorable character),
     for plain-text outputs that should hold none of them at all."""
-    found = []
+    found = [char for char in _invisible(text) if char not in allow]
     for char in text:
         code = ord(char)
         if char in allow:

@@ -25,7 +25,8 @@ ERAS = ("sqlite", "legacy")
 SHOWN = printable(HOSTILE_STRINGS["osc0_title"])          # ␛]0;HOSTILE-title␇
 # keys that JSON output must give back exactly (redaction may mask parts of others)
 EXACT = ("osc0_title", "bidi_override", "c1_csi", "backspace_cr", "csi_clear", "nul",
-         "markup_close", "zero_width", "line_separator")
+         "markup_close", "zero_width", "line_separator", "variation_selectors",
+         "invisible_format", "emoji_presentation")
 
 
 def clawwatch(*args: str, home: Path, timeout: float = 90) -> subprocess.CompletedProcess:
@@ -103,7 +104,8 @@ def test_watch_headless_json_lines_are_escaped(world, home):
 
 
 @pytest.mark.parametrize("name", ["osc0_title", "bidi_override", "c1_csi", "backspace_cr",
-                                  "csi_clear", "markup_close"])
+                                  "csi_clear", "markup_close", "variation_selectors",
+                                  "invisible_format"])
 def test_stop_errors_show_the_key_visibly(name, home):
     key = f"agent:main:{HOSTILE_STRINGS[name]}"
     result = clawwatch("stop", key, "--gateway", "ws://127.0.0.1:9", "--timeout", "0.2",

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_act_webhooks import Receiver
 
 from monitor import cli, redaction
@@ -59,6 +61,26 @@ CORPUS = {
                       GATEWAY_TOKEN),
     "ws_userinfo": (f"dial ws://operator:{GATEWAY_PASSWORD}@127.0.0.1:18789 failed",
                     GATEWAY_PASSWORD),
+    # issue 10 red team, finding 4: common shapes that used to survive
+    "auth_token_scheme": ('curl -H "Authorization: Token tkQ7r2Lm9Xa4Zp" https://api.x/v1',
+                          "tkQ7r2Lm9Xa4Zp"),
+    "auth_any_scheme": ("Proxy-Authorization: Digest dgW4v8Np3Kc6Hs", "dgW4v8Np3Kc6Hs"),
+    "cookie": ('curl -H "Cookie: sid=ckA5n1Vb8Qw3Er; theme=dark" https://x', "ckA5n1Vb8Qw3Er"),
+    "set_cookie": ("Set-Cookie: sid=scZ2m7Tg4Yh9Ju; Path=/; HttpOnly", "scZ2m7Tg4Yh9Ju"),
+    "mysql_p": ("mysql -uroot -pmyR8k3Fj6Ld1Sx -h db prod", "myR8k3Fj6Ld1Sx"),
+    "sshpass": ("sshpass -p spL4b9Hn2Wq7Mc ssh root@host", "spL4b9Hn2Wq7Mc"),
+    "redis_cli": ("redis-cli -h cache -a rdC3x8Kp5Nv2Gt ping", "rdC3x8Kp5Nv2Gt"),
+    "docker_login": ("docker login -u me -p dkT6j1Rs4Fz9Bw registry.x", "dkT6j1Rs4Fz9Bw"),
+    "docker_password": ("docker login --username me --password dpH2q7Ye5Lm8Va reg",
+                        "dpH2q7Ye5Lm8Va"),
+    "env_pass": ("export DB_PASS=dbN9w4Gc1Xk6Pu && ./migrate", "dbN9w4Gc1Xk6Pu"),
+    "token_userinfo": ("git clone https://tuE5r0Mb7Jd2Qs@github.com/o/r.git", "tuE5r0Mb7Jd2Qs"),
+    "passwort": ("Passwort=pwK1z6Wh3Tn8Ry", "pwK1z6Wh3Tn8Ry"),
+    "url_encoded": ("q=login&password%3DueB4s9Lx2Cf7Dk", "ueB4s9Lx2Cf7Dk"),
+    "json_pass": ('{"user": "bob", "pass": "jpV8c3Qm6Hw1Zn"}', "jpV8c3Qm6Hw1Zn"),
+    "json_auth": ('{"auth": "jaG7y2Ks5Bp0Xe"}', "jaG7y2Ks5Bp0Xe"),
+    "json_credentials": ('{"credentials": {"user": "u", "pass": "jcM3f8Rv1Nt6Lh"}}',
+                         "jcM3f8Rv1Nt6Lh"),
 }
 SECRETS = [secret for _, secret in CORPUS.values()] + [PEM_BODY[::-1]]
 
@@ -85,6 +107,89 @@ def test_each_secret_kind_is_masked(name):
         redaction.register_known_secret(GATEWAY_TOKEN)
     masked = redact_text(text)
     assert secret not in masked and REDACTED in masked, masked
+
+
+def test_a_json_object_under_a_secret_name_keeps_its_structure():
+    masked = redact_text(CORPUS["json_credentials"][0])
+    assert json.loads(masked) == {"credentials": {"user": "u", "pass": REDACTED}}
+    assert redact_text('"token": ["a", "b"]') == '"token": ["a", "b"]'
+
+
+@pytest.mark.parametrize("text", [
+    "mysql -u root -p mydb",            # -p then a space: mysql prompts, mydb is a database
+    "mysql -h db -P 3306 shop",         # -P is mysql's port
+    "grep -p foo | mysql shop", "ssh -p 2222 host", "cp -p a b", "docker run -p 80:80 x",
+    "redis-cli -p 6380 ping", "bypass=1 compass: north", "passes: 3", "oauth2 flow",
+    "Authorization failed", "https://example.com/?mail=a@b.example",
+    "max_tokens: 4096, tokens=12", "key=agent:main:pp1", "ssh://git@github.com/x.git",
+])
+def test_lookalikes_of_the_new_shapes_are_left_alone(text):
+    assert redact_text(text) == text
+
+
+def test_secret_named_keys_are_masked_in_arguments_and_records():
+    from monitor.redaction import redact_record
+
+    secret = "kvP4x9Wd2Mr7Ys"
+    arguments = {"db_pass": secret, "dbPass": secret, "pass": secret, "passwd": secret,
+                 "auth": secret, "credentials": {"user": "u", "pass": secret},
+                 "bypass": "yes", "passes": 3, "command": "ls"}
+    shown = redact(arguments)
+    assert secret not in json.dumps(shown)
+    assert (shown["bypass"], shown["passes"], shown["command"]) == ("yes", 3, "ls")
+    assert shown["credentials"]["user"] == "u"
+    record = {"type": "finding", "key": "agent:main:x", "session_key": "agent:main:x",
+              "tool": "exec", "detector": "token_budget", "tokens": {"input": 5},
+              "tokens_from": "index", "count": 3, "auth": secret,
+              "arguments": arguments}
+    out = redact_record(record)
+    assert secret not in json.dumps(out)
+    assert out["auth"] == REDACTED and out["arguments"]["pass"] == REDACTED
+    assert out["arguments"]["passes"] == 3      # only text is masked: the shape is kept
+    for field in ("type", "key", "session_key", "tool", "detector", "tokens", "tokens_from",
+                  "count"):
+        assert out[field] == record[field], field
+    clean = {field: record[field] for field in ("type", "key", "session_key", "tool",
+                                                "tokens", "tokens_from")}
+    assert redact_record(clean) is clean
+
+
+# Fragments of the shapes above, in the case variants (?i) matches, to build texts from.
+SHAPE_PIECES = st.sampled_from([
+    "Authorization", "authori\u017fation", "PROXY-", ": ", "=", "%3D", "%3a", "Token ",
+    "Bearer ", "Cookie", "Set-", "coo\u212aie", "mysql", "MySQL", "mariadb", " -p", "-p",
+    " -a ", "sshpass", "redis-cli", "docker login", "podman", " --password ", "DB_PASS",
+    "pass", "PA\u017f\u017f", "Pass", "by", "auth", "AUTH", "credentials", "Passwort",
+    "https://", "wss://", "://bob:", "@", "?", "{", "[", '"', "'", "\\", " ", "\n", "|", ";",
+    "abcdefgh12345678", "x", "\u0131", "\u00e9",
+])
+
+
+def redact_ungated(text: str) -> str:
+    for pattern, replacement, _ in redaction._SECRET_TEXT:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(SHAPE_PIECES, max_size=30).map("".join))
+def test_the_new_shapes_are_gated_by_markers_like_every_rule(text):
+    assert redact_text(text) == redact_ungated(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(SHAPE_PIECES, max_size=40).map("".join))
+def test_the_new_shapes_are_redacted_as_far_as_they_are_shown(text):
+    # slack: longer than the longest minimal match of these rules (``mysql``, up to 200
+    # characters of arguments, ``-p`` and one character: 210)
+    limit, slack = 10, 260
+    original, redaction.REDACT_SLACK = redaction.REDACT_SLACK, slack
+    try:
+        start = redaction.shown_start(text, limit)
+    finally:
+        redaction.REDACT_SLACK = original
+    whole = " ".join(text.split())
+    assert redact_text(start)[:limit] == redact_text(whole)[:limit]
 
 
 def test_argv_lists_mask_the_value_after_a_secret_flag():
