@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 MAX_RUNS = 512
 MAX_PIDS = 1024
 MAX_LINES = 2000
+MAX_EPOCH_MS = 2**53          # the latest time in ms a gateway (JavaScript) writes exactly
 REPETITIVE_AFTER = 3          # updates without a new line before output counts as repetitive
 _DIGITS = re.compile(r"\d+")
 _SPACE = re.compile(r"\s+")
@@ -118,7 +119,8 @@ class RunTracker:
         now = self._clock()
         tail = str(details.get("tail") or "")
         started = details.get("startedAt")
-        started = started / 1000.0 if isinstance(started, (int, float)) else None
+        started = started / 1000.0 if type(started) in (int, float) \
+            and 0 < started < MAX_EPOCH_MS else None
         known = self._pids.get(pid)
         if known is None or known.session_key != key or (
                 started is not None and known.started_at is not None

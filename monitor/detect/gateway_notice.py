@@ -70,6 +70,16 @@ _MESSAGE_KINDS = (
 _COUNT_IN_TEXT = re.compile(r"\((\d+) consecutive calls\)|(\d+) times")
 
 
+_MAX_COUNT = 10**15
+
+
+def _count(digits: str) -> int:
+    """A count from a log line's digits, at most ``_MAX_COUNT``: ``int()`` of a forged
+    5,000-digit count would raise (Python's integer-string limit)."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 15 else _MAX_COUNT
+
+
 def _detector_of_message(text: str) -> str:
     for needle, detector in _MESSAGE_KINDS:
         if needle in text:
@@ -81,7 +91,7 @@ def _count_of_message(text: str) -> int:
     match = _COUNT_IN_TEXT.search(text)
     if not match:
         return 0
-    return int(match.group(1) or match.group(2))
+    return _count(match.group(1) or match.group(2))
 
 
 def _unknown(value: str | None) -> str | None:
@@ -92,7 +102,7 @@ def _diagnostic(message: str) -> LoopLine | None:
     match = _DIAGNOSTIC.match(message)
     if not match:
         return None
-    return LoopLine(match["detector"], match["level"], int(match["count"]), match["tool"],
+    return LoopLine(match["detector"], match["level"], _count(match["count"]), match["tool"],
                     _unknown(match["sid"]), _unknown(match["key"]), match["text"] or "")
 
 
@@ -113,7 +123,7 @@ def _direct(message: str) -> LoopLine | None:
             groups = match.groupdict()
             kind = groups.get("kind")
             return LoopLine(detector or f"{kind}_loop", level,
-                            int(groups.get("count") or 0), groups.get("tool"), text=message)
+                            _count(groups.get("count") or "0"), groups.get("tool"), text=message)
     return None
 
 

@@ -5,7 +5,8 @@ OpenClaw hashes tool arguments and outcomes with ``sha256(stableStringify(x))``
 digests in Python the text must match byte for byte, which means copying
 JavaScript's rules: keys sorted by UTF-16 code units, numbers printed by
 ``Number.prototype.toString`` (``1.0`` is ``1``, big integers lose precision),
-``undefined``/``null`` printed bare, non-finite numbers as strings, and
+``undefined``/``null`` printed bare, non-finite numbers as strings (an integer too
+large for a double is ``Infinity``, as ``JSON.parse`` reads it), and
 ``String.prototype.trim``'s idea of whitespace.
 """
 
@@ -45,11 +46,24 @@ def js_trim(text: str) -> str:
     return text.strip(_JS_WHITESPACE)
 
 
+def js_float(value: float | int) -> float:
+    """The JavaScript number ``JSON.parse`` makes of ``value``: an integer too large for a
+    double is ``Infinity`` (or ``-Infinity``), where Python's ``float()`` raises
+    ``OverflowError``. A transcript may hold a 400-digit integer; OpenClaw still hashes it."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def js_number(value: float | int) -> str:
-    """``Number.prototype.toString`` for a finite number."""
+    """``Number.prototype.toString``; a number beyond the double range (a huge integer,
+    ``inf``) is ``Infinity``/``-Infinity`` and NaN is ``NaN``, as in JavaScript."""
     if isinstance(value, int) and abs(value) <= _MAX_SAFE_INTEGER:
         return str(value)
-    number = float(value)
+    number = js_float(value)
+    if not math.isfinite(number):
+        return "NaN" if number != number else ("Infinity" if number > 0 else "-Infinity")
     if number == 0:
         return "0"
     sign = "-" if number < 0 else ""
@@ -144,14 +158,15 @@ def _write(value: Any, out: list[str], norm: Callable[[str], str] | None, stack:
         out.append("true")
     elif value is False:
         out.append("false")
-    elif isinstance(value, int):
-        out.append(js_number(value))
-    elif isinstance(value, float):
-        if math.isfinite(value):
-            out.append(js_number(value))
+    elif isinstance(value, (int, float)):
+        # ``stableStringify`` writes a non-finite number as a string: ``"Infinity"``. An
+        # integer beyond the double range is one (``js_float``), so it hashes as OpenClaw's.
+        if isinstance(value, int) and abs(value) <= _MAX_SAFE_INTEGER:
+            out.append(str(value))
+        elif math.isfinite(number := js_float(value)):
+            out.append(js_number(number))
         else:
-            out.append(js_string("NaN" if value != value else
-                                 ("Infinity" if value > 0 else "-Infinity")))
+            out.append(js_string(js_number(number)))
     elif isinstance(value, (list, tuple)):
         if id(value) in stack:
             out.append('"[Circular]"')

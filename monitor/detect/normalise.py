@@ -30,30 +30,65 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 # Shapes: one byte per character of the text (``latin-1``, ``?`` for anything beyond it),
 # mapped to character classes by ``bytes.translate``. Searching a shape for a short literal
 # runs at memory speed and tells whether (and where) a builtin regex can match at all.
-_DIGIT_SHAPE = bytes.maketrans(b"0123456789\t\n\x0b\x0c\r", b"9999999999     ")
+# (Digits are ``9``, whitespace a space, and the letters a duration's unit starts with ``u``:
+# ``µ`` is latin-1 0xb5.)
+_DIGIT_SHAPE = bytes.maketrans(b"0123456789\t\n\x0b\x0c\rnu\xb5msh",
+                               b"9999999999     uuuuuu")
 _HEX_SHAPE = bytes.maketrans(b"0123456789abcdefABCDEF", b"h" * 22)
 _LOWER_HEX_SHAPE = bytes(ord("h") if chr(i) in "0123456789abcdef" else ord(".")
                          for i in range(256))
+# ``w`` for a word character of ``re.ASCII`` (``[0-9A-Za-z_]``), a space for anything else
+# (``?``, what ``_shape`` writes for a character beyond latin-1, is not a word character).
+_WORD_SHAPE = bytes(ord("w") if chr(i).isascii() and (chr(i).isalnum() or chr(i) == "_")
+                    else ord(" ") for i in range(256))
+# The anchored loop tries the regex in Python at most ``len(text) // _LOOP_SHARE`` (+
+# ``_LOOP_FLOOR``) times, then hands the text to ``pattern.sub``, which gives the same result
+# from C: a text packed with candidates costs at most a few tens of nanoseconds per character.
+_LOOP_SHARE = 64
+_LOOP_FLOOR = 64
+_WORD_CHARS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_LONG = 1 << 16
 
 
 def _shape(text: str, table: bytes) -> bytes:
     return text.encode("latin-1", "replace").translate(table)
 
 
+def _shape_into(shapes: dict[bytes, bytes], text: str, table: bytes) -> bytes:
+    """``_shape`` of ``text``, kept in ``shapes``."""
+    shaped = shapes[table] = text.encode("latin-1", "replace").translate(table)
+    return shaped
+
+
 class Gate(NamedTuple):
     """When a builtin regex is worth running: only where ``probe`` (a regex, or literals
     of which one must occur) finds something in the text (``table`` None) or in the text's
     shape under ``table``. With ``anchored`` the probe regex matches at every place a match
-    of the builtin regex starts, so the builtin is tried at the probe's matches alone."""
+    of the builtin regex starts, so the builtin is tried at the probe's matches alone. With
+    ``word_start`` as well, every match starts at a word start (the text's start, or after a
+    character that is not ``[0-9A-Za-z_]``), so a probe match inside a word is skipped with
+    the rest of that word: ``"0" * 30_000_000`` is one candidate, not thirty million."""
 
     table: bytes | None
     probe: re.Pattern | tuple[str, ...]
     anchored: bool = False
+    word_start: bool = False
+    needs: tuple[bytes, ...] = ()  # characters every probe match contains (long texts)
 
-    def passes(self, subject: str | bytes) -> bool:
-        if isinstance(self.probe, tuple):
-            return any(literal in subject for literal in self.probe)
-        return self.probe.search(subject) is not None
+    def passes(self, subject: Any) -> bool:
+        probe = self.probe
+        if len(subject) < _LONG:
+            if isinstance(probe, tuple):
+                return any(literal in subject for literal in probe)
+            return probe.search(subject) is not None
+        # A long text: a one-character ``in`` is a ``memchr``, so first make sure the
+        # characters the probe needs (and a literal's first and last) occur at all.
+        if not all(char in subject for char in self.needs):
+            return False
+        if isinstance(probe, tuple):
+            return any(literal[:1] in subject and literal[-1:] in subject
+                       and literal in subject for literal in probe)
+        return probe.search(subject) is not None
 
 
 _MONTH_GATE = Gate(None, re.compile("|".join(_MONTHS)))
@@ -61,24 +96,26 @@ _MONTH_GATE = Gate(None, re.compile("|".join(_MONTHS)))
 BUILTIN_PATTERNS: tuple[tuple[str, str, Gate], ...] = (
     ("iso_timestamp", r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}"
                       r"(?:[.,][0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?",
-     Gate(_DIGIT_SHAPE, re.compile(rb"9999-99-99[T ]99:99"), anchored=True)),
+     Gate(_DIGIT_SHAPE, re.compile(rb"9999-99-99[T ]99:99"), anchored=True,
+          needs=(b"-", b":"))),
     ("date_words", rf"\b(?:{_DAY},?\s+)?{_MONTH}\s+[0-9]{{1,2}}(?:,?\s+[0-9]{{4}})?\b",
      _MONTH_GATE),
     ("day_month", rf"{_NUM}[0-9]?\s+{_MONTH}\s+[0-9]{{4}}\b", _MONTH_GATE),
-    ("clock_time", rf"{_NUM}[0-9]?:[0-9]{{2}}:[0-9]{{2}}(?:[.,][0-9]+)?(?:\s?[AP]M)?\b",
-     Gate(_DIGIT_SHAPE, re.compile(rb"9:99:99"))),
+    ("clock_time", rf"{_NUM}[0-9]?:[0-9]{{2}}:[0-9]{{2}}(?:[.,][0-9]++)?(?:\s?[AP]M)?\b",
+     Gate(_DIGIT_SHAPE, re.compile(rb"9:99:99"), needs=(b":",))),
     ("uuid", rf"{_HEX}(?<!{_WORD}{_HEX}){_HEX}{{7}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-"
              rf"{_HEX}{{12}}\b",
-     Gate(_HEX_SHAPE, re.compile(rb"hhhhhhhh-hhhh-hhhh-hhhh-hhhhhhhhhhhh"), anchored=True)),
-    ("hex_id", rf"[0-9a-f](?<!{_WORD}[0-9a-f])(?:(?<=[0-9])(?=[0-9a-f]*[a-f])"
-               r"|(?<=[a-f])(?=[0-9a-f]*[0-9]))[0-9a-f]{11,}\b",
-     Gate(_LOWER_HEX_SHAPE, re.compile(rb"hhhhhhhhhhhh"), anchored=True)),
-    ("epoch", rf"1(?<!{_WORD}1)[0-9]{{9}}(?:[0-9]{{3}}|[0-9]{{6}}|[0-9]{{9}})?(?:\.[0-9]+)?\b",
-     Gate(_DIGIT_SHAPE, re.compile(rb"9999999999"), anchored=True)),
-    ("duration", rf"{_NUM}[0-9]*(?:\.[0-9]+)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds?|m|min|mins|"
+     Gate(_HEX_SHAPE, re.compile(rb"hhhhhhhh-hhhh-hhhh-hhhh-hhhhhhhhhhhh"), anchored=True,
+          word_start=True, needs=(b"-",))),
+    ("hex_id", rf"[0-9a-f](?<!{_WORD}[0-9a-f])(?:(?<=[0-9])(?=[0-9]*+[a-f])"
+               r"|(?<=[a-f])(?=[a-f]*+[0-9]))[0-9a-f]{11,}+\b",
+     Gate(_LOWER_HEX_SHAPE, re.compile(rb"hhhhhhhhhhhh"), anchored=True, word_start=True)),
+    ("epoch", rf"1(?<!{_WORD}1)[0-9]{{9}}(?:[0-9]{{3}}|[0-9]{{6}}|[0-9]{{9}})?(?:\.[0-9]++)?\b",
+     Gate(_DIGIT_SHAPE, re.compile(rb"9999999999"), anchored=True, word_start=True)),
+    ("duration", rf"{_NUM}[0-9]*+(?:\.[0-9]++)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds?|m|min|mins|"
                  r"minutes?|h|hrs?|hours?)\b",
-     Gate(_DIGIT_SHAPE, re.compile(rb"9 ?[nu\xb5msh]"))),
-    ("pid", r"\b(?:pid|ppid|PID|process)\b[\s#:=]*[0-9]+",
+     Gate(_DIGIT_SHAPE, re.compile(rb"u(?:(?<=9u)|(?<=9 u))"))),  # searched for the rarer u
+    ("pid", r"\b(?:pid|ppid|PID|process)\b[\s#:=]*+[0-9]+",
      Gate(None, ("pid", "PID", "process"))),
     ("temp_path", r"/(?:private/)?(?:tmp|var/tmp|var/folders/[^\s/]+/[^\s/]+/T)"
                   r"(?:/[^\s/'\"]*?(?:tmp|temp|[0-9])[^\s/'\"]*)+",
@@ -116,11 +153,9 @@ class Normaliser:
             else:
                 subject: str | bytes = value
                 if gate.table is not None:
-                    subject = shapes.get(gate.table)
-                    if subject is None:
-                        subject = shapes[gate.table] = _shape(value, gate.table)
+                    subject = shapes.get(gate.table) or _shape_into(shapes, value, gate.table)
                 if gate.anchored:
-                    masked = _sub_where_probed(pattern, value, gate.probe, subject)
+                    masked = _sub_where_probed(pattern, value, gate, subject, shapes)
                 else:
                     passes = verdicts.get(gate)
                     if passes is None:
@@ -149,16 +184,37 @@ class Normaliser:
         return sha256_hex(self.text(text))[:32]
 
 
-def _sub_where_probed(pattern: re.Pattern, text: str, probe: re.Pattern,
-                      subject: str | bytes) -> str:
-    """``pattern.sub("#", text)`` for a pattern whose every match starts where ``probe``
-    matches ``subject`` (``text`` or its shape): trying the regex at those places, in
-    order, finds the same leftmost matches without scanning the text in between."""
+def _sub_where_probed(pattern: re.Pattern, text: str, gate: Gate,
+                      subject: str | bytes, shapes: dict[bytes, bytes]) -> str:
+    """``pattern.sub("#", text)`` for a pattern whose every match starts where the gate's
+    probe matches ``subject`` (``text`` or its shape): trying the regex at those places, in
+    order, finds the same leftmost matches without scanning the text in between.
+
+    For a ``word_start`` gate a probe match inside a word (by the text's ``_WORD_SHAPE``,
+    made on first need and kept in ``shapes``) is no candidate, and the search goes on
+    after that word, so each word is looked at once. A text with more candidates than the
+    Python loop's budget is handed to ``pattern.sub`` whole, which gives the same result;
+    either way the work is linear in the text's length with a small constant."""
+    probe: re.Pattern = gate.probe  # type: ignore[assignment]  # anchored: a regex
+    if len(subject) >= _LONG and not all(char in subject for char in gate.needs):
+        return text
+    word_start = gate.word_start
+    tries = 0
     parts: list[str] = []
     done = 0
     found = probe.search(subject)
     while found is not None:
         at = found.start()
+        if word_start and at and text[at - 1] in _WORD_CHARS:  # inside a word: skip it
+            words = shapes.get(_WORD_SHAPE) or _shape_into(shapes, text, _WORD_SHAPE)
+            after = words.find(b" ", at)
+            if after < 0:
+                break
+            found = probe.search(subject, after + 1)
+            continue
+        tries += 1
+        if tries > _LOOP_FLOOR and tries > _LOOP_FLOOR + len(text) // _LOOP_SHARE:
+            return pattern.sub("#", text)
         match = pattern.match(text, at)
         if match is None:
             found = probe.search(subject, at + 1)

@@ -10,11 +10,12 @@ transcript as ``isError`` results whose text is the error message.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from monitor.detect.jsstable import UNDEFINED, js_number, js_trim, sha256_hex
+from monitor.detect.jsstable import UNDEFINED, js_float, js_number, js_trim, sha256_hex
 from monitor.detect.jsstable import stable_stringify as _stringify
 
 VETO_KIND = "tool-loop-veto"
@@ -34,14 +35,21 @@ _MARKER = re.compile(
     r'<<<END_EXTERNAL_UNTRUSTED_CONTENT id=\2")\3(\2">>>)'
 )
 _WS = "[\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
-_VOLATILE_EXEC_FAILURE = [
-    re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:z|[+-]\d{2}:\d{2})?",
-               re.ASCII | re.IGNORECASE),
-    re.compile(r"\d{1,2}:\d{2}:\d{2}(?:\.\d{1,6})?", re.ASCII),
-    re.compile(rf"\b(?:attempt|retry)\b(?:{_WS}|[#:=])*\d+", re.ASCII | re.IGNORECASE),
-    re.compile(rf"\b\d+(?:\.\d+)?{_WS}?(?:ns|us|ms|seconds?|minutes?|hours?|s)\b",
-               re.ASCII | re.IGNORECASE),
-    re.compile(rf"\b(?:pid|ppid)\b(?:{_WS}|[#:=])*\d+", re.ASCII | re.IGNORECASE),
+# OpenClaw's volatile-value masks for a terminal exec failure, each with the characters a
+# match cannot do without (one of each group; a ``memchr`` each), so a large output (64 KiB
+# or more) that lacks them skips the regex. The duration's number is possessive (what
+# follows it, ``.``, whitespace or a unit, is never a digit, so giving digits back never
+# helps): one long run of digits is read once, not once per digit.
+_VOLATILE_EXEC_FAILURE: list[tuple[re.Pattern, tuple[tuple[str, ...], ...]]] = [
+    (re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:z|[+-]\d{2}:\d{2})?",
+                re.ASCII | re.IGNORECASE), (("-",), (":",))),
+    (re.compile(r"\d{1,2}:\d{2}:\d{2}(?:\.\d{1,6})?", re.ASCII), ((":",),)),
+    (re.compile(rf"\b(?:attempt|retry)\b(?:{_WS}|[#:=])*\d+", re.ASCII | re.IGNORECASE),
+     (("t", "T"),)),
+    (re.compile(rf"\b\d++(?:\.\d++)?{_WS}?(?:ns|us|ms|seconds?|minutes?|hours?|s)\b",
+                re.ASCII | re.IGNORECASE), ()),
+    (re.compile(rf"\b(?:pid|ppid)\b(?:{_WS}|[#:=])*\d+", re.ASCII | re.IGNORECASE),
+     (("p", "P"), ("d", "D"))),
 ]
 _UNKNOWN_TOOL = (
     re.compile(r"""unknown tool[:\s]+["']?([a-z0-9_.-]+)["']?""", re.IGNORECASE),
@@ -199,8 +207,9 @@ def _exec_hash(details: dict, text: str) -> str | None:
 
 def _exec_failure_identity(details: dict, exit_code: Any, output: str) -> str:
     shape = output
-    for pattern in _VOLATILE_EXEC_FAILURE:
-        shape = pattern.sub("#", shape)
+    for pattern, needs in _VOLATILE_EXEC_FAILURE:
+        if len(shape) < 65536 or all(any(char in shape for char in group) for group in needs):
+            shape = pattern.sub("#", shape)
     return digest_outcome({
         "status": details.get("status", UNDEFINED),
         "exitCode": exit_code,
@@ -216,7 +225,7 @@ def _exec_outcome(details: dict, text: str) -> Outcome | None:
     exit_code = details.get("exitCode")
     output = _nullable_string(details.get("aggregated")) or text
     if (details.get("status") in ("completed", "failed") and _is_number(exit_code)
-            and exit_code == exit_code and abs(exit_code) != float("inf") and exit_code != 0
+            and math.isfinite(js_float(exit_code)) and exit_code != 0
             and details.get("timedOut") is not True and output != ""
             and output != f"(Command exited with code {js_number(exit_code)})"):
         return Outcome(exec_hash, TERMINAL_EXEC_FAILURE,

@@ -61,7 +61,12 @@ from monitor.sources.tail import (
     FollowerState,
     TailNotice,
 )
-from monitor.sources.transcript import UnknownEntry, parse_entry, parse_timestamp
+from monitor.sources.transcript import (
+    UnknownEntry,
+    parse_entry,
+    parse_timestamp,
+    sane_count,
+)
 
 ARCHIVE_MARKERS = (".jsonl.reset.", ".jsonl.deleted.")
 #: Sidecars OpenClaw writes beside a transcript (``<id>.jsonl``): runtime trajectory trace
@@ -214,10 +219,6 @@ class LegacySessionsSource(Source):
             value = entry.get(name)
             return value if isinstance(value, str) else None
 
-        def number(name: str) -> int | None:
-            value = entry.get(name)
-            return value if isinstance(value, int) and not isinstance(value, bool) else None
-
         return SessionInfo(
             key=key, session_id=sid, agent_id=self.agent_id, model=text("model"),
             provider=text("modelProvider"), status=text("status"), run_id=text("lastRunId"),
@@ -225,8 +226,9 @@ class LegacySessionsSource(Source):
             aborted_last_run=entry.get("abortedLastRun") is True,
             label=text("label") or text("displayName"),
             updated_at=parse_timestamp(entry.get("updatedAt")),
-            input_tokens=number("inputTokens"), output_tokens=number("outputTokens"),
-            total_tokens=number("totalTokens"), origin=f"{self.index_path}#{key}",
+            input_tokens=sane_count(entry.get("inputTokens")),
+            output_tokens=sane_count(entry.get("outputTokens")),
+            total_tokens=sane_count(entry.get("totalTokens")), origin=f"{self.index_path}#{key}",
         )
 
     # ------------------------------------------------------------- transcripts

@@ -54,7 +54,7 @@ from monitor.sources.sqlite_ro import (
     sql_int,
     type_name,
 )
-from monitor.sources.transcript import UnknownEntry, epoch_seconds, parse_entry
+from monitor.sources.transcript import UnknownEntry, epoch_seconds, parse_entry, sane_count
 
 KNOWN_SCHEMA_VERSION = 24
 MAX_EVENT_BYTES = 4 * 1024 * 1024
@@ -362,10 +362,6 @@ class SqliteAgentSource(Source):
         if not isinstance(entry, dict):
             entry = {}
 
-        def as_int(name: str) -> int | None:
-            value = entry.get(name)
-            return value if isinstance(value, int) and not isinstance(value, bool) else None
-
         return SessionInfo(
             key=key, session_id=sid, agent_id=self.agent_id,
             model=entry.get("model") if isinstance(entry.get("model"), str) else None,
@@ -379,8 +375,9 @@ class SqliteAgentSource(Source):
             aborted_last_run=entry.get("abortedLastRun") is True,
             label=label or display_name,
             updated_at=epoch_seconds(updated / 1000.0) if updated else None,
-            input_tokens=as_int("inputTokens"), output_tokens=as_int("outputTokens"),
-            total_tokens=as_int("totalTokens"),
+            input_tokens=sane_count(entry.get("inputTokens")),
+            output_tokens=sane_count(entry.get("outputTokens")),
+            total_tokens=sane_count(entry.get("totalTokens")),
             origin=f"{self.path}#node:{key}",
         )
 

@@ -57,43 +57,53 @@ def parse_timestamp(value: Any) -> float | None:
     return None
 
 
-def _as_int(value: Any) -> int:
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) else 0
-    return 0
+MAX_COUNT = 10**15
+"""The largest token count or cost (in dollars) taken from a transcript: a thousand times
+anything a real session reaches, small enough that sums and rates stay exact floats."""
 
 
-def _as_float(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0.0
-    try:
-        number = float(value)
-    except OverflowError:
-        return 0.0
-    return number if math.isfinite(number) else 0.0
+def sane_count(value: Any) -> int | None:
+    """A token count as an ``int``, or None when ``value`` is not one: not a number (a
+    bool is not), NaN or infinite, negative, or above ``MAX_COUNT``. A fraction is cut
+    (``12.7`` counts 12). Such a value is dropped, not clamped: a count of ``10**400`` or
+    ``-5`` says nothing about the tokens used, and clamping it to the bound would make a
+    single forged record trip every token budget."""
+    kind = type(value)  # ``bool`` is not ``int`` here; NaN and infinities fail the bounds
+    if (kind is int or kind is float) and 0 <= value <= MAX_COUNT:
+        return int(value)
+    return None
+
+
+def sane_cost(value: Any) -> float | None:
+    """A cost as a ``float``, or None under the same rules as ``sane_count``."""
+    kind = type(value)
+    if (kind is int or kind is float) and 0 <= value <= MAX_COUNT:
+        return float(value)
+    return None
 
 
 def parse_usage(raw: Any) -> Usage:
+    """A message's usage, each field checked where it enters: a token count or cost that
+    is not a finite number in ``[0, MAX_COUNT]`` (``sane_count``) is dropped, i.e. read as
+    0, and an unusable ``totalTokens`` falls back to input + output. So a hostile number
+    (a 400-digit integer, ``1e999``, ``-1``, ``true``) affects only its own record's usage,
+    and nothing downstream (token sums, rates, budgets) can overflow or raise on it."""
     if not isinstance(raw, dict):
         return Usage()
     cost = raw.get("cost")
     cost_total = cost.get("total") if isinstance(cost, dict) else cost
-    input_tokens = _as_int(raw.get("input"))
-    output_tokens = _as_int(raw.get("output"))
-    cache_read = _as_int(raw.get("cacheRead"))
-    cache_write = _as_int(raw.get("cacheWrite"))
-    total = raw.get("totalTokens")
+    input_tokens = sane_count(raw.get("input")) or 0
+    output_tokens = sane_count(raw.get("output")) or 0
+    cache_read = sane_count(raw.get("cacheRead")) or 0
+    cache_write = sane_count(raw.get("cacheWrite")) or 0
+    total = sane_count(raw.get("totalTokens"))
     return Usage(
         input=input_tokens,
         output=output_tokens,
         cache_read=cache_read,
         cache_write=cache_write,
-        total=_as_int(total) if total is not None else input_tokens + output_tokens,
-        cost=_as_float(cost_total),
+        total=total if total is not None else input_tokens + output_tokens,
+        cost=sane_cost(cost_total) or 0.0,
     )
 
 
@@ -141,11 +151,8 @@ def parse_entry(entry: Any, session_id: str, origin: str) -> list[TranscriptEven
         cwd = entry.get("cwd") if isinstance(entry.get("cwd"), str) else None
         return [SessionStart(sid, ts, cwd, origin)]
     if entry_type in ("compaction", "reset", "branch_summary"):
-        tokens_before = entry.get("tokensBefore")
-        return [Compaction(
-            session_id, entry_type,
-            tokens_before if isinstance(tokens_before, int) else None, ts, origin,
-        )]
+        return [Compaction(session_id, entry_type, sane_count(entry.get("tokensBefore")),
+                           ts, origin)]
     if entry_type == "model_change":
         return [ModelChange(session_id, entry.get("provider"), entry.get("modelId"), ts, origin)]
     if isinstance(entry_type, str) and entry_type in IGNORED_ENTRY_TYPES:
@@ -238,7 +245,8 @@ def _parse_tool_result(message: dict, session_id: str, origin: str, ts: float | 
         tool=result.name,
         detector=intervention.get("detector") if isinstance(intervention.get("detector"), str)
         else None,
-        count=count if isinstance(count, int) else None,
+        count=count if isinstance(count, int) and not isinstance(count, bool)
+        and 0 <= count <= MAX_COUNT else None,
         level=intervention.get("level") if isinstance(intervention.get("level"), str) else None,
         reason=str(details.get("reason") or result.text),
         run_id=run_id,
