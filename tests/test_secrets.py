@@ -15,13 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hostile_world import log_line
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_act_webhooks import Receiver
 
 from monitor import cli, redaction
 from monitor.redaction import REDACTED, redact, redact_text
-from monitor.sim.log_writer import LEVEL_IDS, _times
 from monitor.sim.scenarios import Scenario, ScenarioEnv, ToolStep
 from monitor.sim.session import FakeClock
 from monitor.sim.simulator import Simulator
@@ -224,16 +224,6 @@ def test_a_webhook_urls_secret_is_registered():
 
 
 # ---------------------------------------------------------- a state dir full of secrets
-
-
-def log_line(ts: float, level: str, subsystem: str, message: str) -> str:
-    bindings = json.dumps({"subsystem": subsystem})
-    date, time_text = _times(ts)
-    return json.dumps({"0": bindings, "1": message, "_meta": {
-        "runtime": "node", "hostname": "vm", "date": date,
-        "logLevelId": LEVEL_IDS.get(level, 3), "logLevelName": level, "name": bindings,
-        "parentNames": ["openclaw"]}, "time": time_text, "hostname": "vm",
-        "message": message}) + "\n"
 
 
 def secret_scenario() -> Scenario:
