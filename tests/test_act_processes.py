@@ -83,34 +83,6 @@ class FakeGatewayTree:
         self.gateway.wait(5)
 
 
-@pytest.fixture
-def tree_factory(tmp_path):
-    trees = []
-
-    def make(*commands: str) -> FakeGatewayTree:
-        tree = FakeGatewayTree(list(commands), str(tmp_path / "state"))
-        trees.append(tree)
-        return tree
-
-    yield make
-    for tree in trees:
-        tree.close()
-
-
-@pytest.fixture
-def lookalike():
-    """An exec-marked shell running ``sleep`` in its own group, outside any gateway tree."""
-    proc = subprocess.Popen(["/bin/bash", "--noprofile", "--norc", "-c", "sleep 302; true"],
-                            start_new_session=True, env={**os.environ, "OPENCLAW_SHELL": "exec"})
-    deadline = time.monotonic() + 10
-    while not psutil.Process(proc.pid).children():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    yield psutil.Process(proc.pid)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(5)
-
-
 def alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-import test_act_processes
 from test_act_gateway import TOKEN, FakeGateway
 from test_act_processes import FakeGatewayTree, alive
 
@@ -41,27 +40,10 @@ def state(tmp_path) -> Path:
 
 
 @pytest.fixture
-def tree_factory(state):
-    trees = []
-
-    def make(*commands: str) -> FakeGatewayTree:
-        tree = FakeGatewayTree(list(commands), str(state))
-        trees.append(tree)
-        return tree
-
-    yield make
-    for tree in trees:
-        tree.close()
-
-
-@pytest.fixture
 def gateway():
     server = FakeGateway("ok")
     yield server
     server.close()
-
-
-lookalike = pytest.fixture(test_act_processes.lookalike.__wrapped__)
 
 
 @pytest.fixture(autouse=True)
