@@ -11,6 +11,7 @@ import sys
 from monitor import __version__
 from monitor.discovery import DiscoveryError, discover, require_something
 from monitor.display import json_dumps, printable
+from monitor.redaction import redact_record
 
 
 class SetupError(Exception):
@@ -197,8 +198,6 @@ def _source_set(**options):
 
 
 def _emit(records: list[dict], as_json: bool, out=sys.stdout) -> None:
-    from monitor.redaction import redact_record
-
     for record in records:
         record = redact_record(record)  # every output: secrets masked (issue 10)
         if as_json:
@@ -264,8 +263,6 @@ def cmd_replay(args) -> int:
         if total == previous and not sources.behind:
             break
         previous = total
-    from monitor.redaction import redact_record
-
     document = redact_record(monitor.report())
     sources.close()
     if args.json:

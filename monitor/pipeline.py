@@ -207,8 +207,8 @@ class Monitor:
         state.aborted_last_run = info.aborted_last_run or state.aborted_last_run
         counts = (info.input_tokens, info.output_tokens, info.total_tokens)
         if any(count is not None for count in counts):
-            given_in, given_out = max(0, info.input_tokens or 0), max(0, info.output_tokens or 0)
-            state.index_tokens = (given_in, given_out, max(0, info.total_tokens)
+            given_in, given_out = info.input_tokens or 0, info.output_tokens or 0
+            state.index_tokens = (given_in, given_out, info.total_tokens
                                   if info.total_tokens is not None else given_in + given_out)
         if info.run_id:
             state.run_id = info.run_id

@@ -13,14 +13,13 @@ line, and the file is never truncated or rewritten.
 from __future__ import annotations
 
 import os
-import stat
 import threading
 from datetime import UTC, datetime
 
 from monitor import untrusted_json
 from monitor.display import json_dumps
 from monitor.redaction import redact_record
-from monitor.sources.regular import OPEN_FLAGS, NotRegularFile, file_kind, open_regular_file
+from monitor.sources.regular import open_regular, open_regular_file
 
 
 def default_audit_path(env=None) -> str:
@@ -48,13 +47,8 @@ class AuditLog:
         with self._lock:
             try:
                 os.makedirs(os.path.dirname(self.path), exist_ok=True)
-                # O_NONBLOCK: a FIFO put in the log's place fails to open instead of blocking.
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | OPEN_FLAGS,
-                             0o600)
+                fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
                 try:
-                    mode = os.fstat(fd).st_mode
-                    if not stat.S_ISREG(mode):
-                        raise NotRegularFile(self.path, file_kind(mode))
                     os.write(fd, data)
                 finally:
                     os.close(fd)

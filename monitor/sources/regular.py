@@ -51,10 +51,12 @@ def refusal(path: str, mode: int) -> str:
     return f"not a regular file ({file_kind(mode)}); not read"
 
 
-def open_regular(path: str, flags: int = os.O_RDONLY) -> int:
+def open_regular(path: str, flags: int = os.O_RDONLY, create_mode: int = 0o600) -> int:
     """A descriptor on ``path`` if it is a regular file (symlinks followed); raises
-    ``NotRegularFile`` otherwise, or the ``OSError`` of the open."""
-    fd = os.open(path, flags | OPEN_FLAGS)
+    ``NotRegularFile`` otherwise, or the ``OSError`` of the open. ``create_mode`` is the
+    mode of a file ``O_CREAT`` in ``flags`` creates; for writing, ``O_NONBLOCK`` makes a
+    FIFO without a reader fail to open instead of blocking."""
+    fd = os.open(path, flags | OPEN_FLAGS, create_mode)
     try:
         mode = os.fstat(fd).st_mode
     except BaseException:
