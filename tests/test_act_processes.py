@@ -354,3 +354,15 @@ def test_repeating_the_same_output_is_hung_but_new_lines_are_progress(tree_facto
     findings = watcher.scan()
     assert [(f.session_key, f.level) for f in findings] == [("agent:main:seed", "warning")]
     assert "repeated the same output" in findings[0].message
+
+
+def test_a_shell_that_ends_between_the_check_and_the_kill_is_gone_not_a_failure(monkeypatch):
+    """The abort ends a run's shells while clawwatch goes to kill them: a leader that is
+    gone by the time its children are listed is reported as gone, which a kill accepts."""
+    proc = subprocess.Popen(["sleep", "30"])
+    leader = psutil.Process(proc.pid)
+    proc.kill()
+    proc.wait(5)
+    monkeypatch.setattr(pt, "check_killable", lambda pid, create_time, gateway: leader)
+    outcome = pt.kill_shell(proc.pid, leader.create_time(), psutil.Process())
+    assert not outcome.ok and outcome.detail.endswith("is gone")

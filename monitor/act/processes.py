@@ -273,6 +273,8 @@ def kill_shell(pid: int, create_time: float, gateway: psutil.Process, *,
         members = [leader, *leader.children(recursive=True)]
     except KillRefused as exc:
         return KillOutcome(pid, False, f"refused: {exc}")
+    except psutil.NoSuchProcess:    # it ended between the check and now (the abort ends it)
+        return KillOutcome(pid, False, f"refused: pid {pid} is gone")
     except psutil.Error as exc:
         return KillOutcome(pid, False, f"refused: pid {pid}: {exc}")
     members += [proc for proc in _group_members(pid) if proc not in members]
