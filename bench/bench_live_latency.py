@@ -3,7 +3,7 @@ reader as a peer.
 
 Builds a fresh temp state dir holding ``--sessions`` sessions per storage era, indexed the way
 OpenClaw indexes them (``sessions.json`` entries for the legacy era, ``session_nodes`` /
-``session_windows`` rows for the SQLite era, written through :mod:`monitor.sim`). Every
+``session_windows`` rows for the SQLite era, written through :mod:`monitor.demo.sim`). Every
 ``--loop-every``-th session loops: the same failing ``exec`` with the same result, call and
 result appended together, its history pre-seeded so that the detectors' first threshold is
 crossed during the run. Then it starts ``python -m monitor watch --headless --json
@@ -47,11 +47,11 @@ from pathlib import Path
 
 import psutil
 
-from monitor.config_sections import DetectionConfig
-from monitor.sim.scenarios import ScenarioEnv, ToolStep, hammer, healthy
-from monitor.sim.session import SimSession, session_entry
-from monitor.sim.stores import IndexRow, LegacyStore, SqliteStore
-from monitor.sim.transcript import (
+from monitor.config.sections import DetectionConfig
+from monitor.demo.sim.scenarios import ScenarioEnv, ToolStep, hammer, healthy
+from monitor.demo.sim.session import SimSession, session_entry
+from monitor.demo.sim.stores import IndexRow, LegacyStore, SqliteStore
+from monitor.demo.sim.transcript import (
     assistant_message,
     session_header,
     tool_call_item,

@@ -62,10 +62,10 @@ def main() -> int:
     from prometheus_client.parser import text_string_to_metric_families
 
     from monitor.config import MetricsConfig, load_config
+    from monitor.demo.sim.simulator import Simulator
     from monitor.detect.engine import DetectionEngine
     from monitor.metrics import MetricsHub, MetricsServer
     from monitor.pipeline import Monitor
-    from monitor.sim.simulator import Simulator
     from monitor.sources.sourceset import SourceSet
 
     max_sessions = args.max_sessions or MetricsConfig().max_sessions

@@ -46,8 +46,8 @@ def run_writer(args: argparse.Namespace) -> int:
     """Write ``args.rate`` events/s across ``args.sessions`` sessions until SIGTERM.
 
     Prints one JSON line per second: events and tool calls written so far."""
-    from monitor.sim import Simulator
-    from monitor.sim.scenarios import make_scenario
+    from monitor.demo.sim import Simulator
+    from monitor.demo.sim.scenarios import make_scenario
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -49,8 +49,8 @@ KEYS = ("down", "down", "up", "f", "o", "p", "p", "down")
 
 def run_writer(state_dir: str, log: str, sessions: int, rate: float) -> int:
     """Fill ``state_dir`` with ``sessions`` sessions, print ``ready``, then write live."""
-    from monitor.sim.scenarios import make_scenario
-    from monitor.sim.simulator import Simulator
+    from monitor.demo.sim.scenarios import make_scenario
+    from monitor.demo.sim.simulator import Simulator
 
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()

@@ -10,7 +10,7 @@ Writes, under ``--out`` (default ``/tmp/clawwatch-bench``):
 * ``manifest.json``: ground truth per session (events, bytes, tool calls, token sums, and
   what sits in zstd rows, which readers of ``event_json`` alone cannot see)
 
-Events are built with the simulator's builders (``monitor.sim.transcript``) and its loop
+Events are built with the simulator's builders (``monitor.demo.sim.transcript``) and its loop
 scenarios; healthy "work" sessions use read/exec/edit/write/web_fetch with a long-tailed
 output size, thinking blocks, parallel calls and compactions. A few sessions are made
 multi-hundred-MB (long runs with large tool outputs). Rows are written with batched
@@ -40,10 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import zstandard
 
-from monitor.sim import transcript as tx
-from monitor.sim.log_writer import GatewayLogWriter, Trace
-from monitor.sim.scenarios import EndStep, ScenarioEnv, ToolStep, make_scenario
-from monitor.sim.sqlite_writer import SCHEMA_PATH, ZSTD_THRESHOLD_BYTES
+from monitor.demo.sim import transcript as tx
+from monitor.demo.sim.log_writer import GatewayLogWriter, Trace
+from monitor.demo.sim.scenarios import EndStep, ScenarioEnv, ToolStep, make_scenario
+from monitor.demo.sim.sqlite_writer import SCHEMA_PATH, ZSTD_THRESHOLD_BYTES
 
 AGENT = "main"
 FLUSH_BYTES = 32 << 20

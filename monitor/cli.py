@@ -151,7 +151,7 @@ def _engine(config):
 def _start_metrics(args, config, monitor):
     """``(hub, server)`` of ``--metrics`` (or ``metrics.listen``), or ``(None, None)``.
     ``monitor`` may be None (the dashboard's is made later, in its ingest thread)."""
-    from monitor.config_sections import MetricsConfig
+    from monitor.config.sections import MetricsConfig
 
     settings = config.metrics if config is not None else MetricsConfig()
     listen = getattr(args, "metrics", None) or settings.listen

@@ -31,23 +31,6 @@ class Discovered:
     tried: list[str] = field(default_factory=list)
     log_is_rolling: bool = False
 
-    def agent_dirs(self) -> list[tuple[str, str]]:
-        """(agent_id, agent dir) for every agent under the state dir."""
-        if not self.state_dir:
-            return []
-        root = os.path.join(self.state_dir, "agents")
-        try:
-            names = sorted(os.listdir(root))
-        except OSError:
-            return []
-        return [(name, os.path.join(root, name)) for name in names
-                if os.path.isdir(os.path.join(root, name))]
-
-
-def looks_like_state_dir(path: str) -> bool:
-    return os.path.isdir(os.path.join(path, "agents")) or os.path.isfile(
-        os.path.join(path, "openclaw.json"))
-
 
 def resolve_state_dir(explicit: str | None, profile: str | None, env, tried: list[str]
                       ) -> str | None:

@@ -95,11 +95,6 @@ def printable(text: object, *, keep_newlines: bool = False) -> str:
     return text
 
 
-def is_printable(text: str, *, keep_newlines: bool = False) -> bool:
-    """True when ``printable`` would leave ``text`` as it is."""
-    return printable(text, keep_newlines=keep_newlines) == text
-
-
 def _json_escape(code: int) -> str:
     if code > 0xFFFF:           # a JSON \u escape names UTF-16 units: a surrogate pair
         code -= 0x10000

@@ -2,7 +2,7 @@
 field the monitor reads: session keys, labels, model, agent id, tool names, arguments, exec
 commands, tool results and gateway-log lines (subsystem, level, message, a loop line).
 
-Written by the real simulator (``monitor.sim``); labels are set afterwards the way the
+Written by the real simulator (``monitor.demo.sim``); labels are set afterwards the way the
 gateway stores them (``session_nodes.label`` / ``sessions.json`` ``label``). Used by
 tests/test_hostile_display.py.
 """
@@ -16,10 +16,10 @@ from pathlib import Path
 
 from hostile import HOSTILE_STRINGS, PAYLOAD
 
-from monitor.sim.log_writer import LEVEL_IDS, _times
-from monitor.sim.scenarios import Scenario, ScenarioEnv, ToolStep
-from monitor.sim.session import FakeClock
-from monitor.sim.simulator import Simulator
+from monitor.demo.sim.log_writer import LEVEL_IDS, _times
+from monitor.demo.sim.scenarios import Scenario, ScenarioEnv, ToolStep
+from monitor.demo.sim.session import FakeClock
+from monitor.demo.sim.simulator import Simulator
 
 START = 1_795_960_000.0
 # A directory name can hold any of these but ``/`` and NUL: an agent id from the state dir.

@@ -12,8 +12,8 @@ import pytest
 from monitor.act import evidence as ev
 from monitor.act.processes import ExecShell
 from monitor.act.runs import ExecPid
-from monitor.sim.legacy_writer import LegacyWriter
-from monitor.sim.sqlite_writer import SqliteAgentWriter
+from monitor.demo.sim.legacy_writer import LegacyWriter
+from monitor.demo.sim.sqlite_writer import SqliteAgentWriter
 
 TASK_RUNS = """CREATE TABLE task_runs (
   task_id TEXT NOT NULL PRIMARY KEY, runtime TEXT NOT NULL, task_kind TEXT, source_id TEXT,

@@ -13,7 +13,7 @@ from monitor.act.audit import AuditLog
 from monitor.act.loop import ActionLoop
 from monitor.act.policy import ActionPolicy, choose_action
 from monitor.config import load_config
-from monitor.config_sections import ActionsConfig
+from monitor.config.sections import ActionsConfig
 
 pytestmark = pytest.mark.timeout(60)
 

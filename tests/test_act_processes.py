@@ -217,8 +217,8 @@ def record_exec_calls(era: str, state: Path, calls: list[tuple[str, ExecShell]])
     command 0.2 s before the shell started, as OpenClaw's transcripts of ``era`` hold it."""
     from datetime import UTC, datetime
 
-    from monitor.sim.legacy_writer import LegacyWriter
-    from monitor.sim.sqlite_writer import SqliteAgentWriter
+    from monitor.demo.sim.legacy_writer import LegacyWriter
+    from monitor.demo.sim.sqlite_writer import SqliteAgentWriter
 
     def entry(key: str, shell: ExecShell) -> dict:
         return {"type": "message", "message": {
@@ -267,9 +267,9 @@ def test_hung_process_findings_for_a_quiet_exec_only(tree_factory, tmp_path):
     from monitor.act.controller import GatewayActionController
     from monitor.act.hung import HungProcessWatcher
     from monitor.config import load_config
+    from monitor.demo.sim.sqlite_writer import SqliteAgentWriter
     from monitor.detect.engine import DetectionEngine
     from monitor.discovery import Discovered
-    from monitor.sim.sqlite_writer import SqliteAgentWriter
 
     tree = tree_factory("until false; do sleep 1; done", "while true; do echo tick >/dev/null; "
                                                           "sleep 0.05; done")

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from monitor.act.webhooks import WebhookNotifier, render
-from monitor.config_sections import WebhookConfig
+from monitor.config.sections import WebhookConfig
 
 pytestmark = pytest.mark.timeout(60)
 

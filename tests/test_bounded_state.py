@@ -16,6 +16,11 @@ from test_detect_support import Script
 
 from monitor import pipeline
 from monitor.config import Config
+from monitor.demo.sim import transcript as tx
+from monitor.demo.sim.session import FakeClock
+from monitor.demo.sim.simulator import Simulator
+from monitor.demo.sim.sqlite_writer import SqliteAgentWriter
+from monitor.demo.sim.stores import sqlite_path
 from monitor.detect import engine as engine_module
 from monitor.detect.budgets import BUCKETS_PER_WINDOW, SERIES_POINTS
 from monitor.detect.engine import DetectionEngine
@@ -24,11 +29,6 @@ from monitor.detect.outcomes import OUTCOME_PARAM_KEYS, outcome_of, outcome_para
 from monitor.detect.session_state import MAX_GATE_KEYS, MAX_PENDING_CALLS, BoundedGate
 from monitor.events import GatewayNotice, UserMessage
 from monitor.pipeline import Monitor
-from monitor.sim import transcript as tx
-from monitor.sim.session import FakeClock
-from monitor.sim.simulator import Simulator
-from monitor.sim.sqlite_writer import SqliteAgentWriter
-from monitor.sim.stores import sqlite_path
 from monitor.sources.sourceset import SourceSet
 
 
@@ -217,7 +217,7 @@ def test_a_session_past_the_gate_bound_does_not_report_a_live_pattern_twice():
     iteration budget pattern stays live. Its warning and critical come once each."""
     import dataclasses
 
-    from monitor.config_sections import IterationBudgetConfig
+    from monitor.config.sections import IterationBudgetConfig
 
     config = Config()   # the iteration budget has no critical by default: set one
     config = dataclasses.replace(config, detection=dataclasses.replace(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from monitor.config import Config, ConfigError, check_config_main, load_config
-from monitor.config_sections import DETECTORS
+from monitor.config.sections import DETECTORS
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "config.yaml"

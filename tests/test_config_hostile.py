@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 import monitor
 from monitor.config import Config, ConfigError, load_config
-from monitor.config_sections import SECTIONS
+from monitor.config.sections import SECTIONS
 
 HAMMER = Path(__file__).resolve().parent / "fixtures" / "oc-hammer.jsonl"
 PACKAGE_ROOT = Path(monitor.__file__).resolve().parent.parent   # subprocesses run this code

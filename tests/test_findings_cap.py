@@ -16,10 +16,10 @@ import pytest
 
 from monitor import pipeline
 from monitor.config import Config
+from monitor.demo.sim.session import FakeClock
+from monitor.demo.sim.simulator import Simulator
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor
-from monitor.sim.session import FakeClock
-from monitor.sim.simulator import Simulator
 from monitor.snapshot import SnapshotBuilder
 from monitor.sources.sourceset import SourceSet
 

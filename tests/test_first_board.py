@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from monitor.demo.sim.simulator import Simulator
 from monitor.events import SessionInfo
 from monitor.pipeline import Monitor
-from monitor.sim.simulator import Simulator
 from monitor.snapshot import SnapshotFeed
 from monitor.sources import sourceset
 from monitor.sources.sourceset import SourceSet

@@ -29,11 +29,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from monitor.config import Config, ConfigError, load_config
-from monitor.config_sections import DETECTORS, SECTIONS
+from monitor.config.sections import DETECTORS, SECTIONS
+from monitor.demo.sim.sqlite_writer import SCHEMA_PATH
 from monitor.detect.engine import DetectionEngine
 from monitor.events import SourceError
 from monitor.pipeline import Monitor
-from monitor.sim.sqlite_writer import SCHEMA_PATH
 from monitor.sources.gateway_log import MalformedLogLine, parse_log_line
 from monitor.sources.sourceset import SourceSet
 from monitor.sources.sqlite_agent import SqliteAgentSource

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
+from monitor.demo.sim.simulator import Simulator
 from monitor.pipeline import Monitor
-from monitor.sim.simulator import Simulator
 from monitor.sources.sourceset import SourceSet
 
 ALL_SCENARIOS = ("hammer", "pingpong", "poll", "unknown_tool", "rotation", "drift", "heavy",
@@ -125,7 +125,7 @@ def replay_findings(tmp_path, config_text: str = "") -> dict[str, list[dict]]:
 
 
 def test_loops_are_found_and_healthy_sessions_are_left_alone(tmp_path):
-    from monitor.sim.session import FakeClock
+    from monitor.demo.sim.session import FakeClock
 
     simulate(tmp_path, "sqlite", calls=270, clock=FakeClock(tick=1.0))
     findings = replay_findings(tmp_path)
@@ -140,7 +140,7 @@ def test_loops_are_found_and_healthy_sessions_are_left_alone(tmp_path):
 
 
 def test_budget_findings_only_where_a_budget_is_crossed(tmp_path):
-    from monitor.sim.session import FakeClock
+    from monitor.demo.sim.session import FakeClock
 
     expected = simulate(tmp_path, "sqlite", calls=270, clock=FakeClock(tick=1.0))
     burner = next(s for s in expected if s["scenario"] == "burner")

@@ -26,8 +26,8 @@ from monitor.act import processes as pt
 from monitor.act.cli_stop import stop_main
 from monitor.act.controller import GatewayActionController
 from monitor.act.runs import RunTracker
+from monitor.demo.sim.sqlite_writer import SqliteAgentWriter
 from monitor.discovery import Discovered
-from monitor.sim.sqlite_writer import SqliteAgentWriter
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -93,8 +93,8 @@ def test_the_plain_lines_count_only_from_their_own_subsystems():
 def test_a_forged_line_in_a_real_log_raises_no_finding_for_the_victim(tmp_path):
     """Through the whole pipeline: the victim's session exists (the simulator wrote it and
     its gateway log), an attacker's exec failure quotes a critical loop line for it."""
-    from monitor.sim.session import FakeClock
-    from monitor.sim.simulator import Simulator
+    from monitor.demo.sim.session import FakeClock
+    from monitor.demo.sim.simulator import Simulator
 
     log = tmp_path / "openclaw.log"
     sim = Simulator(tmp_path / "state", log_path=log, clock=FakeClock(1_795_960_000.0, 0.25))

@@ -24,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.config import load_config
 from monitor.demo import DEMO_SCENARIOS, LOOPING
+from monitor.demo.sim.simulator import Simulator
 from monitor.detect.engine import DetectionEngine
 from monitor.metrics import (
     LABEL_CHARS,
@@ -34,7 +35,6 @@ from monitor.metrics import (
     parse_listen,
 )
 from monitor.pipeline import Monitor
-from monitor.sim.simulator import Simulator
 from monitor.sources.sourceset import SourceSet
 from tests.hostile import HOSTILE_STRINGS, PAYLOAD, raw_controls
 

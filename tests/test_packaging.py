@@ -1,7 +1,7 @@
 """A package that installs whole (issue 12, item 10).
 
 The built-in themes ship inside the package (``monitor/themes/``) with the other package
-data (``ui/app.tcss``, ``sim/*.sql``), so a wheel installed into a fresh venv — what
+data (``ui/app.tcss``, ``demo/sim/*.sql``), so a wheel installed into a fresh venv — what
 ``pip install .`` and ``pipx install`` do — starts the dashboard with all three themes and
 no theme error. The user's own themes live in ``$XDG_CONFIG_HOME/clawwatch/themes``
 (``~/.config/clawwatch/themes``): each file adds a theme or replaces the built-in one of the
@@ -103,14 +103,14 @@ DASHBOARD_PROBE = textwrap.dedent('''
     from pathlib import Path
 
     import monitor
-    from monitor.sim.scenarios import make_scenario
-    from monitor.sim.session import FakeClock
-    from monitor.sim.simulator import Simulator
+    from monitor.demo.sim.scenarios import make_scenario
+    from monitor.demo.sim.session import FakeClock
+    from monitor.demo.sim.simulator import Simulator
     from monitor.ui.factory import DashboardOptions, build_app
     from monitor.ui.panes.status import StatusLine
 
     base = Path(sys.argv[1])
-    # the simulator's SQLite era uses the packaged schema (sim/*.sql)
+    # the simulator's SQLite era uses the packaged schema (demo/sim/*.sql)
     with Simulator(base / "state", log_path=base / "openclaw.log", clock=FakeClock(),
                    seed=3) as sim:
         session = sim.add_session(make_scenario("hammer", limit=12))
@@ -187,7 +187,7 @@ def _env(home: Path) -> dict[str, str]:
 def test_the_wheel_holds_the_package_data(installed):
     names = set(zipfile.ZipFile(installed["wheel"]).namelist())
     for name in (*(f"monitor/themes/{t}.yaml" for t in BUILTIN), "monitor/ui/app.tcss",
-                 "monitor/sim/agent_schema_v23.sql"):
+                 "monitor/demo/sim/agent_schema_v23.sql"):
         assert name in names, f"{name} is not in the wheel"
 
 

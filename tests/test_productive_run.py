@@ -6,7 +6,7 @@ config no budget is critical (``iteration_budget`` only warns), so ``--act auto`
 ``on_critical: stop`` stops loops and leaves such a run alone. Loop criticals still act,
 and ``on_loop_critical`` / ``on_budget_critical`` act on their own family.
 
-The sessions are written by the simulator (``monitor.sim``) into a legacy JSONL or SQLite
+The sessions are written by the simulator (``monitor.demo.sim``) into a legacy JSONL or SQLite
 state dir and read by the real pipeline, detectors and action policy; the controller
 records what it is asked to do (or, through the CLI, the real gateway controller reports
 the attempt as an ``action`` record).
@@ -28,12 +28,12 @@ from monitor.act.audit import AuditLog
 from monitor.act.loop import ActionLoop
 from monitor.act.policy import ActionPolicy
 from monitor.config import ConfigError, load_config
+from monitor.demo.sim.scenarios import Scenario, ScenarioEnv, Step, ToolStep, hammer, heavy
+from monitor.demo.sim.session import FakeClock
+from monitor.demo.sim.simulator import Simulator
+from monitor.demo.sim.transcript import exec_details
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor
-from monitor.sim.scenarios import Scenario, ScenarioEnv, Step, ToolStep, hammer, heavy
-from monitor.sim.session import FakeClock
-from monitor.sim.simulator import Simulator
-from monitor.sim.transcript import exec_details
 from monitor.sources.sourceset import SourceSet
 
 pytestmark = pytest.mark.timeout(180)
@@ -48,7 +48,7 @@ def progress(limit: int = CALLS) -> Scenario:
     """A model making real progress: every call a new exec command with a new result
     (reading, grepping, editing and testing one module after another), output tokens of a
     working model, and a context that grows by what each call adds."""
-    from monitor.sim.scenarios import EndStep, _limited
+    from monitor.demo.sim.scenarios import EndStep, _limited
 
     end = EndStep("stop", f"Migrated {limit // 4} modules to the new settings API; "
                   "every module's tests pass.", output_tokens=220)
@@ -279,7 +279,7 @@ def test_defaults_no_budget_is_critical_and_the_families_fall_back_to_on_critica
 
 def test_family_precedence():
     from monitor.act.policy import choose_action
-    from monitor.config_sections import ActionsConfig
+    from monitor.config.sections import ActionsConfig
 
     actions = ActionsConfig(on_critical="kill", on_loop_critical="stop",
                             on_budget_critical="alert",

@@ -26,10 +26,10 @@ import pytest
 
 from monitor.act.evidence import recent_exec_calls, running_background_execs
 from monitor.config import BudgetsConfig, Config
+from monitor.demo.sim.sqlite_writer import SqliteAgentWriter
 from monitor.detect.engine import DetectionEngine
 from monitor.events import SessionInfo, SourceError, SourceNotice
 from monitor.pipeline import Monitor
-from monitor.sim.sqlite_writer import SqliteAgentWriter
 from monitor.snapshot import SnapshotBuilder
 from monitor.sources.legacy import LegacySessionsSource, session_file_path
 from monitor.sources.sourceset import SourceSet

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from test_act_webhooks import Receiver
 
 from monitor import cli, redaction
+from monitor.demo.sim.scenarios import Scenario, ScenarioEnv, ToolStep
+from monitor.demo.sim.session import FakeClock
+from monitor.demo.sim.simulator import Simulator
 from monitor.redaction import REDACTED, redact, redact_text
-from monitor.sim.scenarios import Scenario, ScenarioEnv, ToolStep
-from monitor.sim.session import FakeClock
-from monitor.sim.simulator import Simulator
 
 pytestmark = pytest.mark.timeout(120)
 

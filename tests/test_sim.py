@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from monitor.sim import FakeClock, LegacyWriter, Simulator, make_scenario
-from monitor.sim.scenarios import EndStep, ScenarioEnv, ToolStep
-from monitor.sim.sqlite_writer import SCHEMA_PATH, ZSTD_THRESHOLD_BYTES, SqliteAgentWriter
+from monitor.demo.sim import FakeClock, LegacyWriter, Simulator, make_scenario
+from monitor.demo.sim.scenarios import EndStep, ScenarioEnv, ToolStep
+from monitor.demo.sim.sqlite_writer import SCHEMA_PATH, ZSTD_THRESHOLD_BYTES, SqliteAgentWriter
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_DB = Path("/tmp/real-db-copy/openclaw-agent.sqlite")
@@ -484,7 +484,7 @@ def test_loop_warnings_are_off_by_default(make_sim):
 
 def test_cli_prints_the_ground_truth(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "monitor.sim", "--state-dir", str(tmp_path), "--scenarios",
+        [sys.executable, "-m", "monitor.demo.sim", "--state-dir", str(tmp_path), "--scenarios",
          "hammer,healthy", "--calls", "20", "--rate", "0", "--log", str(tmp_path / "gw.log")],
         cwd=REPO, capture_output=True, text=True, timeout=60, check=True)
     summary = json.loads(result.stdout)
@@ -557,7 +557,7 @@ def test_run_stops_after_duration(tmp_path):
 
 
 def test_the_package_imports_no_ui_and_no_readers():
-    code = ("import sys, monitor.sim; print([m for m in sys.modules"
+    code = ("import sys, monitor.demo.sim; print([m for m in sys.modules"
             " if m.split('.')[0] in ('textual', 'rich') or m.startswith('monitor.sources')])")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                             text=True, timeout=60, check=True)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from monitor.demo.sim import transcript as tx
+from monitor.demo.sim.sqlite_writer import SqliteAgentWriter
 from monitor.events import SessionInfo, SourceError, SourceNotice
-from monitor.sim import transcript as tx
-from monitor.sim.sqlite_writer import SqliteAgentWriter
 from monitor.sources.sqlite_agent import NEW_ROWS_SQL, SqliteAgentSource
 
 UNBOUNDED = {"poll_budget_bytes": 1 << 40, "step_rows": 1 << 40}

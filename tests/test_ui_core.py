@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from test_ui_scenes import SECRET, START, FixedClock, scene_config, write_world
 
 from monitor import redaction
+from monitor.demo.sim.scenarios import make_scenario
+from monitor.demo.sim.session import FakeClock
+from monitor.demo.sim.simulator import Simulator
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor, SessionState
 from monitor.redaction import REDACTED, format_arguments, redact, redact_text, shown_start
-from monitor.sim.scenarios import make_scenario
-from monitor.sim.session import FakeClock
-from monitor.sim.simulator import Simulator
 from monitor.snapshot import STALL_AFTER_SECONDS, AlertEntry, SnapshotBuilder
 from monitor.sources.sourceset import SourceSet
 from monitor.ui.alerting import (

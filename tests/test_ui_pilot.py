@@ -21,7 +21,7 @@ from test_ui_scenes import (
 from textual.notifications import Notify
 
 from monitor.act.api import ProcessInfo
-from monitor.sim.scenarios import make_scenario
+from monitor.demo.sim.scenarios import make_scenario
 from monitor.ui.messages import Rang
 from monitor.ui.panes.alerts import AlertsPane
 from monitor.ui.panes.board import SessionsBoard

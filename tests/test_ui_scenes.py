@@ -20,10 +20,10 @@ import pytest
 
 from monitor.act.api import ActionResult, ProcessInfo
 from monitor.config import Config
-from monitor.config_sections import BudgetsConfig
-from monitor.sim.scenarios import Scenario, ScenarioEnv, ToolStep, make_scenario
-from monitor.sim.session import FakeClock
-from monitor.sim.simulator import Simulator
+from monitor.config.sections import BudgetsConfig
+from monitor.demo.sim.scenarios import Scenario, ScenarioEnv, ToolStep, make_scenario
+from monitor.demo.sim.session import FakeClock
+from monitor.demo.sim.simulator import Simulator
 from monitor.ui.factory import DashboardOptions, build_app
 
 SCENE_ROOT = Path("/tmp/clawwatch-ui-scenes")

@@ -142,15 +142,6 @@ class RunTracker:
             keys, self._new_keys = list(self._new_keys), {}
         return keys
 
-    def active_runs(self, session_key: str | None = None) -> list[str]:
-        with self._cond:
-            return [run for run, key in self._active.items()
-                    if session_key is None or key == session_key]
-
-    def run_end(self, run_id: str) -> dict | None:
-        with self._cond:
-            return self._ended.get(run_id)
-
     def wait_run_ends(self, run_ids: list[str], timeout: float) -> dict[str, dict]:
         """The terminal lifecycle data of those runs that end within ``timeout`` seconds."""
         deadline = time.monotonic() + timeout

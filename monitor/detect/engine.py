@@ -20,17 +20,15 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from monitor.config import Config
-from monitor.config_sections import DetectionConfig
 from monitor.detect.beyond import Hit, level_for
 from monitor.detect.budgets import DailyLedger, day_of, tokens_of
 from monitor.detect.findings import LEVEL_RANK, Finding
 from monitor.detect.gateway_notice import loop_finding_message, openclaw_loop_line
 from monitor.detect.jsstable import js_trim
-from monitor.detect.loopcore import Record, Thresholds, Verdict, evaluate
-from monitor.detect.normalise import Normaliser, outcome_key
+from monitor.detect.loopcore import Record, Verdict, evaluate
+from monitor.detect.normalise import outcome_key
 from monitor.detect.outcomes import (
     VETO_KIND,
     hash_tool_call,
@@ -42,6 +40,7 @@ from monitor.detect.outcomes import (
     tool_params,
 )
 from monitor.detect.session_state import LastCall, PendingCall, SessionState
+from monitor.detect.settings import Settings, build_settings
 from monitor.detect.status import BurnStatus, PingPongPair, StreakStatus
 from monitor.detect.streaks import burn_status, ping_pong_pairs, streak_statuses
 from monitor.detect.turns import assistant_hits
@@ -65,34 +64,6 @@ MAX_RUN_INDEX = 4096
 MAX_ORPHAN_NOTICES = 1024
 TRANSCRIPT_EVENTS = (ToolCall, ToolResult, LoopVeto, AssistantMessage, UserMessage, Compaction,
                      SessionStart, ModelChange)
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """One agent's effective detection settings, prepared for the hot path."""
-
-    config: Config
-    detection: DetectionConfig
-    thresholds: Thresholds
-    normaliser: Normaliser
-
-
-def _settings(config: Config) -> Settings:
-    det = config.detection
-    switches = det.detectors
-    thresholds = Thresholds(
-        warning=det.warning_threshold, critical=det.critical_threshold,
-        global_breaker=det.global_circuit_breaker_threshold,
-        unknown_tool=det.unknown_tool_threshold,
-        generic_repeat=switches.generic_repeat,
-        known_poll_no_progress=switches.known_poll_no_progress,
-        ping_pong=switches.ping_pong, unknown_tool_repeat=switches.unknown_tool_repeat,
-        global_circuit_breaker=switches.global_circuit_breaker,
-        argument_churn=switches.argument_churn,
-    )
-    norm = det.normalisation
-    return Settings(config, det, thresholds,
-                    Normaliser(norm.builtin_patterns, norm.extra_patterns, norm.volatile_keys))
 
 
 def run_scope(run_id: str | None) -> str | None:
@@ -193,7 +164,7 @@ class DetectionEngine:
         key = agent_id or ""
         settings = self._settings.get(key)
         if settings is None:
-            settings = _settings(self.config.for_agent(key))
+            settings = build_settings(self.config.for_agent(key))
             self._settings[key] = settings
         return settings
 

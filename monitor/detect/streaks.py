@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from monitor.detect.loopcore import Record, measure
+from monitor.detect.settings import Settings
 from monitor.detect.status import BurnStatus, PingPongPair, StreakStatus
 
 if TYPE_CHECKING:
-    from monitor.detect.engine import Settings
     from monitor.detect.session_state import SessionState
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from monitor.detect.beyond import Hit, level_for
+from monitor.detect.settings import Settings
 from monitor.events import AssistantMessage
 
 if TYPE_CHECKING:
-    from monitor.detect.engine import Settings
     from monitor.detect.session_state import SessionState
 
 

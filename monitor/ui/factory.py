@@ -12,8 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from monitor.act.api import ActionController, DryRunController
-from monitor.config import Config, load_config
-from monitor.config_sections import UiConfig
+from monitor.config import Config, UiConfig, load_config
 from monitor.ui.app import ClawwatchApp
 
 STATE_HINT = "pass --state-dir DIR (or set $OPENCLAW_STATE_DIR), or --profile NAME"

@@ -1,19 +1,11 @@
-"""clawwatch configuration: layering, validation and per-agent overrides of the typed
-sections in ``monitor.config_sections``.
+"""The schema check of clawwatch's config: raw YAML mappings (one layer, or all layers
+merged) checked and coerced into the typed sections of :mod:`monitor.config.sections`.
 
-Layers, lowest first: built-in defaults (the sections' dataclass defaults, which
-the repo's ``config.yaml`` documents key by key) → one YAML file (``--config
-FILE`` → ``$CLAWWATCH_CONFIG`` → ``~/.config/clawwatch/config.yaml``) →
-environment variables ``CLAWWATCH_<SECTION>__<KEY>[__<KEY>…]`` whose values are
-YAML scalars. ``agents.<agentId>.<section>`` overrides are merged field by
-field (nested maps too) over the global sections. Every error is reported as
-``FILE:dotted.key: message``.
-
-Any input is refused cheaply rather than loaded at any cost (``monitor.safe_yaml``): the
-file must be a regular file of at most 1 MiB of UTF-8; YAML nesting, nodes and aliases
-are bounded; duplicate keys are errors; every number must be finite and within its
-field's ``min``/``max`` (``monitor.config_sections``), in the file and in ``$CLAWWATCH_*``
-alike, so a loaded ``Config`` cannot overflow anything downstream.
+Every error is collected as ``LABEL:dotted.key: message`` (``LABEL`` names the file or the
+``$CLAWWATCH_*`` variable the value came from) and raised at once as ``ConfigError``.
+Numbers must be finite and within their field's ``min``/``max``; an unknown key is an
+error that suggests the closest known one; a pair of levels out of order (a critical not
+above its warning) is fixed with a warning, or is an error when its bound leaves no room.
 """
 
 from __future__ import annotations
@@ -22,31 +14,13 @@ import dataclasses
 import difflib
 import functools
 import math
-import os
-import sys
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
-import yaml
+from monitor.config.sections import AGENT_SECTIONS, SECTIONS
 
-from monitor import safe_yaml
-from monitor.config_sections import (
-    AGENT_SECTIONS,
-    SECTIONS,
-    ActionsConfig,
-    AlertsConfig,
-    BudgetsConfig,
-    DetectionConfig,
-    GatewayConfig,
-    MetricsConfig,
-    UiConfig,
-)
-
-DEFAULTS_LABEL = "(built-in defaults)"
 MAX_ERROR_CHARS = 1000       # one error line; a hostile key or value cannot flood the terminal
 
 
@@ -80,39 +54,6 @@ def _show(value: Any, limit: int = 80) -> str:
     text = repr(value) if not isinstance(value, (dict, list)) or len(value) < 50 \
         else f"a {type(value).__name__} of {len(value)} items"
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-@dataclass(frozen=True)
-class Config:
-    detection: DetectionConfig = field(default_factory=DetectionConfig)
-    budgets: BudgetsConfig = field(default_factory=BudgetsConfig)
-    actions: ActionsConfig = field(default_factory=ActionsConfig)
-    alerts: AlertsConfig = field(default_factory=AlertsConfig)
-    ui: UiConfig = field(default_factory=UiConfig)
-    gateway: GatewayConfig = field(default_factory=GatewayConfig)
-    metrics: MetricsConfig = field(default_factory=MetricsConfig)
-    agents: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    source: str = DEFAULTS_LABEL
-    warnings: tuple[str, ...] = ()
-    _raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    _per_agent: dict = field(default_factory=dict, repr=False, compare=False)
-
-    def for_agent(self, agent_id: str | None) -> Config:
-        """This config with ``agents.<agent_id>`` merged over it (self when there is none)."""
-        if not agent_id or agent_id not in self.agents:
-            return self
-        cached = self._per_agent.get(agent_id)
-        if cached is None:
-            merged = _deep_merge(self._raw, dict(self.agents[agent_id]))
-            errors: list[str] = []
-            sections, warnings = _build_sections(merged, self.source, errors,
-                                                 f"agents.{agent_id}.")
-            if errors:
-                raise ConfigError(errors)
-            cached = dataclasses.replace(self, **sections, agents={}, warnings=tuple(warnings),
-                                         _per_agent={})
-            self._per_agent[agent_id] = cached
-        return cached
 
 
 # --------------------------------------------------------------------------- validation
@@ -306,8 +247,8 @@ def _clamp(sections: dict[str, Any], label: str, prefix: str,
     return warnings
 
 
-def _build_sections(raw: Mapping[str, Any], label: str, errors: list[str], prefix: str = ""
-                    ) -> tuple[dict[str, Any], list[str]]:
+def build_sections(raw: Mapping[str, Any], label: str, errors: list[str], prefix: str = ""
+                   ) -> tuple[dict[str, Any], list[str]]:
     sections = {}
     for name, cls in SECTIONS.items():
         value = raw.get(name, {})
@@ -320,7 +261,7 @@ def _build_sections(raw: Mapping[str, Any], label: str, errors: list[str], prefi
     return sections, _clamp(sections, label, prefix, errors)
 
 
-def _validate_layer(raw: Any, label: str, errors: list[str]) -> dict[str, Any]:
+def validate_layer(raw: Any, label: str, errors: list[str]) -> dict[str, Any]:
     """Check one layer on its own so each error names where it came from."""
     if raw is None:
         return {}
@@ -362,128 +303,3 @@ def _validate_agents(value: Any, label: str, errors: list[str]) -> None:
             else:
                 _build(SECTIONS[section], body or {}, f"agents.{agent_id}.{section}", label,
                        errors)
-
-
-def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-# ------------------------------------------------------------------------------ loading
-
-def _env_layers(env: Mapping[str, str], errors: list[str] | None = None
-                ) -> list[tuple[str, dict[str, Any]]]:
-    """One layer per ``CLAWWATCH_<SECTION>__<KEY>…`` variable. Its value is read as YAML
-    under the same bounds as the file; a value that is not YAML at all is taken as a
-    string (``must be …`` errors follow), a refused one (a bound, a duplicate key, not
-    UTF-8) is an error of its own."""
-    layers = []
-    for name in sorted(env):
-        if not name.startswith("CLAWWATCH_") or "__" not in name:
-            continue
-        parts = [p.lower() for p in name[len("CLAWWATCH_"):].split("__")]
-        if any(not p for p in parts):
-            continue
-        try:
-            value = safe_yaml.load_yaml(env[name]) if env[name].strip() else None
-        except safe_yaml.YamlRefused as exc:
-            key, message = safe_yaml.describe_yaml_error(exc)
-            dotted = ".".join(parts) + ("" if key == "(yaml)" else
-                                        ("" if key.startswith("[") else ".") + key)
-            if errors is not None:
-                errors.append(f"${name}:{dotted}: {message}")
-            continue
-        except yaml.YAMLError:
-            value = env[name]
-        nested: dict[str, Any] = value
-        for part in reversed(parts):
-            nested = {part: nested}
-        layers.append((f"${name}", nested))
-    return layers
-
-
-def resolve_config_path(path: str | None, env: Mapping[str, str] = os.environ
-                        ) -> tuple[str | None, bool]:
-    """(path to read, whether it must exist): ``--config`` → ``$CLAWWATCH_CONFIG`` → home."""
-    if path:
-        return path, True
-    if env.get("CLAWWATCH_CONFIG"):
-        return env["CLAWWATCH_CONFIG"], True
-    home = env.get("HOME") or os.path.expanduser("~")
-    return str(Path(home) / ".config" / "clawwatch" / "config.yaml"), False
-
-
-def _read_file(path: str, required: bool, errors: list[str]) -> Any:
-    """The parsed file, or None with an error: it must be a regular file (a FIFO or a
-    device is refused without blocking) of at most 1 MiB of UTF-8, and bounded YAML."""
-    try:
-        text = safe_yaml.decode_utf8(safe_yaml.read_regular_file(path))
-    except FileNotFoundError:
-        if required:
-            errors.append(f"{path}:(file): no such file")
-        return None
-    except OSError as exc:
-        errors.append(f"{path}:(file): cannot read: {exc.strerror or exc}")
-        return None
-    except safe_yaml.InputRefused as exc:
-        errors.append(f"{path}:(file): {exc.message}")
-        return None
-    try:
-        return safe_yaml.load_yaml(text)
-    except yaml.YAMLError as exc:
-        key, message = safe_yaml.describe_yaml_error(exc)
-        errors.append(f"{path}:{key}: {message}")
-        return None
-
-
-def load_config(path: str | None = None, env: Mapping[str, str] = os.environ) -> Config:
-    """The effective config; raises ``ConfigError`` listing every problem found."""
-    errors: list[str] = []
-    file_path, required = resolve_config_path(path, env)
-    label = DEFAULTS_LABEL
-    merged: dict[str, Any] = {}
-    if file_path:
-        raw = _read_file(file_path, required, errors)
-        if raw is not None or required:
-            label = file_path
-        merged = _deep_merge(merged, _validate_layer(raw, file_path, errors))
-    for env_label, layer in _env_layers(env, errors):
-        merged = _deep_merge(merged, _validate_layer(layer, env_label, errors))
-    if errors:
-        raise ConfigError(errors)
-    sections, warnings = _build_sections(merged, label, errors)
-    agents = {str(k): v or {} for k, v in (merged.get("agents") or {}).items()}
-    config = Config(**sections, agents=agents, source=label, warnings=tuple(warnings),
-                    _raw={k: v for k, v in merged.items() if k != "agents"})
-    for agent_id in agents:
-        try:
-            warnings.extend(config.for_agent(agent_id).warnings)
-        except ConfigError as exc:
-            errors.extend(exc.errors)
-    if errors:
-        raise ConfigError(errors)
-    return dataclasses.replace(config, warnings=tuple(dict.fromkeys(warnings)),
-                               _per_agent={})
-
-
-def check_config_main(path: str | None, env: Mapping[str, str] = os.environ,
-                      out=None) -> int:
-    """``clawwatch config check [FILE]``: 0 and ``OK: FILE``, or 2 and every error."""
-    from monitor.display import printable
-
-    out = out or sys.stdout
-    try:
-        config = load_config(path, env)
-    except ConfigError as exc:
-        for line in exc.errors:
-            print(printable(line), file=out)
-        return 2
-    for line in config.warnings:
-        print(printable(f"warning: {line}"), file=out)
-    print(printable(f"OK: {config.source}"), file=out)
-    return 0

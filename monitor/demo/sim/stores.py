@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from monitor.sim.legacy_writer import LegacyWriter
-from monitor.sim.sqlite_writer import SqliteAgentWriter
-from monitor.sim.transcript import to_ms
+from monitor.demo.sim.legacy_writer import LegacyWriter
+from monitor.demo.sim.sqlite_writer import SqliteAgentWriter
+from monitor.demo.sim.transcript import to_ms
 
 
 @dataclass(frozen=True, slots=True)

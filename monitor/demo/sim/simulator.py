@@ -15,11 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from monitor.sim import transcript as tx
-from monitor.sim.log_writer import GatewayLogWriter, Trace
-from monitor.sim.scenarios import EndStep, Scenario, ScenarioEnv, ToolStep, make_scenario
-from monitor.sim.session import FakeClock, SimSession, session_entry, short_id
-from monitor.sim.stores import IndexRow, LegacyStore, SqliteStore, Store
+from monitor.demo.sim import transcript as tx
+from monitor.demo.sim.log_writer import GatewayLogWriter, Trace
+from monitor.demo.sim.scenarios import EndStep, Scenario, ScenarioEnv, ToolStep, make_scenario
+from monitor.demo.sim.session import FakeClock, SimSession, session_entry, short_id
+from monitor.demo.sim.stores import IndexRow, LegacyStore, SqliteStore, Store
 
 Era = Literal["sqlite", "legacy"]
 FINAL_STATUSES = ("done", "failed", "killed", "timeout")

@@ -1,4 +1,5 @@
-"""``python -m monitor.sim``: write simulated sessions into a state dir, print the ground truth."""
+"""``python -m monitor.demo.sim``: write simulated sessions into a state dir, print the
+ground truth."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ import argparse
 import json
 import sys
 
-from monitor.sim.scenarios import SCENARIOS, make_scenario
-from monitor.sim.simulator import Simulator
+from monitor.demo.sim.scenarios import SCENARIOS, make_scenario
+from monitor.demo.sim.simulator import Simulator
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m monitor.sim",
+        prog="python -m monitor.demo.sim",
         description="Write simulated OpenClaw sessions live and print what was written as JSON.")
     parser.add_argument("--state-dir", required=True, help="OpenClaw state dir to write into")
     parser.add_argument("--era", choices=["sqlite", "legacy"], default="sqlite")

@@ -16,9 +16,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-from monitor.demo_gateway import DemoGateway
+from monitor.demo.gateway import DemoGateway
+from monitor.demo.sim.simulator import Simulator
 from monitor.discovery import Discovered
-from monitor.sim.simulator import Simulator
 
 DEMO_SCENARIOS = (
     ("hammer", "agent:main:demo-hammer"),

@@ -5,11 +5,11 @@ Used by the ingest tests and by ``clawwatch demo``. It writes the raw formats on
 never imports the readers in ``monitor.sources``.
 """
 
-from monitor.sim.legacy_writer import LegacyWriter
-from monitor.sim.log_writer import GatewayLogWriter, Trace
-from monitor.sim.scenarios import SCENARIOS, EndStep, Scenario, ToolStep, make_scenario
-from monitor.sim.simulator import FakeClock, SimSession, Simulator
-from monitor.sim.sqlite_writer import SqliteAgentWriter
+from monitor.demo.sim.legacy_writer import LegacyWriter
+from monitor.demo.sim.log_writer import GatewayLogWriter, Trace
+from monitor.demo.sim.scenarios import SCENARIOS, EndStep, Scenario, ToolStep, make_scenario
+from monitor.demo.sim.simulator import FakeClock, SimSession, Simulator
+from monitor.demo.sim.sqlite_writer import SqliteAgentWriter
 
 __all__ = [
     "SCENARIOS",

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-from monitor.sim.transcript import dumps
+from monitor.demo.sim.transcript import dumps
 
 STORE_NAME = "sessions.json"
 
@@ -90,11 +90,6 @@ class LegacyWriter:
         with self._lock:
             self._store[key] = entry
             self._rewrite_store()
-
-    def remove_session(self, key: str) -> None:
-        with self._lock:
-            if self._store.pop(key, None) is not None:
-                self._rewrite_store()
 
     def _rewrite_store(self) -> None:
         self._tmp_counter += 1

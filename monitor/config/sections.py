@@ -1,7 +1,7 @@
 """clawwatch configuration sections: one frozen dataclass per YAML section, with defaults.
 
 The defaults here are the built-in layer (the repo's ``config.yaml`` documents them key by
-key). A field's ``metadata`` carries what the loader in ``monitor.config`` checks beyond
+key). A field's ``metadata`` carries what the loader (``monitor.config.schema``) checks beyond
 its type: ``min`` and ``max`` (inclusive bounds: every number has both, so no value can
 overflow a C long, a ``deque`` length or ``time.sleep``; floats must also be finite) and
 ``check`` (a function returning an error or None).

@@ -41,7 +41,7 @@ import psutil
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from monitor.sim.simulator import Simulator
+from monitor.demo.sim.simulator import Simulator
 
 PROTOCOL = 4
 SERVER_VERSION = "2026.9.6-clawwatch-demo"

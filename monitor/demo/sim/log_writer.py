@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from monitor.sim.transcript import IdSource, dumps
+from monitor.demo.sim.transcript import IdSource, dumps
 
 LEVEL_IDS = {"TRACE": 1, "DEBUG": 2, "INFO": 3, "WARN": 4, "ERROR": 5, "FATAL": 6}
 PLUGINS = ("anthropic, browser, canvas, cua-computer, device-pair, file-transfer, geolocation, "

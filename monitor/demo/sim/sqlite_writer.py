@@ -16,10 +16,9 @@ from typing import Any
 
 import zstandard
 
-from monitor.sim.transcript import dumps, navigation
+from monitor.demo.sim.transcript import dumps, navigation
 
 SCHEMA_PATH = Path(__file__).with_name("agent_schema_v23.sql")
-SCHEMA_VERSION = 23
 # Real rows: the largest plain event_json seen is 1591 bytes, the smallest zstd row 1701.
 ZSTD_THRESHOLD_BYTES = 1700
 

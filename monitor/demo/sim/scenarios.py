@@ -3,7 +3,7 @@
 A scenario is deterministic given its :class:`ScenarioEnv` (seeded ``rng`` plus an
 injectable clock). Loop scenarios never end by themselves unless given ``limit``
 (they then end as a run timeout); the others end with a final text answer.
-Tool results mirror what the real tools return (see :mod:`monitor.sim.transcript`).
+Tool results mirror what the real tools return (see :mod:`monitor.demo.sim.transcript`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from monitor.sim.transcript import EXEC_FOLLOW_UP, exec_details, to_ms
+from monitor.demo.sim.transcript import EXEC_FOLLOW_UP, exec_details, to_ms
 
 
 @dataclass(frozen=True, slots=True)

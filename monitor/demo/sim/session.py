@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from monitor.sim import transcript as tx
-from monitor.sim.log_writer import Trace
-from monitor.sim.scenarios import Scenario, ScenarioEnv, Step
+from monitor.demo.sim import transcript as tx
+from monitor.demo.sim.log_writer import Trace
+from monitor.demo.sim.scenarios import Scenario, ScenarioEnv, Step
 
 
 def short_id(ids: tx.IdSource) -> str:
@@ -28,9 +28,6 @@ class FakeClock:
         current = self.now
         self.now += self.tick
         return current
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @dataclass(eq=False)
