@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--json", action="store_true", help="print one JSON document")
     replay.add_argument("--archives", action="store_true",
                         help="also read *.jsonl.reset.* / *.jsonl.deleted.* archives")
+    replay.add_argument("--jobs", type=int, metavar="N",
+                        help="worker processes reading sessions in parallel (default: every "
+                             "core); the document is the same for any N")
 
     watch = commands.add_parser("watch", help="follow live and print findings")
     _add_global_options(watch, USES["watch"])
@@ -232,11 +235,14 @@ def _human_text(record: dict) -> str:
 # --------------------------------------------------------------------- commands
 
 def cmd_replay(args) -> int:
-    from monitor.pipeline import Monitor
+    from monitor.detect.engine import DetectionEngine
+    from monitor.replay import ReplayInput, default_jobs, replay
 
     for path in args.paths:
         if not os.path.exists(path):
             raise SetupError(f"clawwatch replay: {path}: no such file or directory")
+    if args.jobs is not None and args.jobs < 1:
+        raise SetupError("clawwatch replay: --jobs must be 1 or more")
     stream = _log_stream(args)
     found = _discover(args) if (args.state_dir or not args.paths) else None
     state_dir = found.state_dir if found else None
@@ -250,21 +256,14 @@ def cmd_replay(args) -> int:
     log_path = None if stream else args.log or (
         found.log_path if found and found.log_path and os.path.exists(found.log_path) else None)
     config = _load_config(args.config)
-    sources = _source_set(state_dir=state_dir, log_path=log_path, paths=tuple(args.paths),
+    what = ReplayInput(state_dir=state_dir, log_path=log_path, paths=tuple(args.paths),
+                       include_archives=args.archives, log_stream=stream)
+    sources = _source_set(state_dir=state_dir, log_path=log_path, paths=what.paths,
                           include_archives=args.archives, replay=True, log_stream=stream)
     if not sources.sources and not state_dir:
         raise SetupError("clawwatch replay: nothing readable was given")
-    monitor = Monitor(sources, _engine(config))
-    monitor.quiet = True
-    previous = -1
-    while True:
-        monitor.step()
-        total = sum(s.events + s.errors for s in sources.sources)
-        if total == previous and not sources.behind:
-            break
-        previous = total
-    document = redact_record(monitor.report())
-    sources.close()
+    document = redact_record(replay(what, config, DetectionEngine, args.jobs or default_jobs(),
+                                    sources=sources))
     if args.json:
         sys.stdout.write(json_dumps(document) + "\n")
     else:
@@ -288,7 +287,7 @@ def _print_replay_table(document: dict) -> None:
 def cmd_watch(args) -> int:
     from monitor.act.loop import build_action_loop
     from monitor.live import install_stop_signals, run_live
-    from monitor.pipeline import Monitor
+    from monitor.pipeline import Monitor, history_cutoff
     from monitor.sources.checkpoint import CheckpointStore, default_checkpoint_path
 
     stop = install_stop_signals()       # a signal during setup ends the loop at its start
@@ -313,7 +312,8 @@ def cmd_watch(args) -> int:
         state_dir=found.state_dir, log_path=found.log_path, resume=resume, log_stream=stream,
         from_start=args.from_start,
         rolling_log_dirs=tuple(found.log_dirs) if found.log_is_rolling and not stream else ())
-    monitor = Monitor(sources, _engine(config))
+    monitor = Monitor(sources, _engine(config),
+                      detect_since=None if args.from_start else history_cutoff(config))
     try:
         hub, server = _start_metrics(args, config, monitor)
     except SetupError:

@@ -8,6 +8,7 @@ dashboard all drive this same object.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,6 +35,12 @@ from monitor.sources.sourceset import SourceSet
 FINDINGS_KEPT = 50
 # Runs whose session is remembered, to place gateway lines that name only their run.
 RUNS_KEPT = 4096
+
+
+def history_cutoff(config) -> float | None:
+    """``Monitor.detect_since`` for a live monitor: now less ``history.active_within``."""
+    within = config.history.active_within
+    return None if within is None else time.time() - within
 
 
 def iso(ts: float | None) -> str:
@@ -75,6 +82,8 @@ class SessionState:
     #: "log": known only from a gateway-log loop line that named it (no index, no transcript).
     known_from: str | None = None
     index_tokens: tuple[int, int, int] | None = None
+    #: A transcript event of this session was folded (not only its index entry).
+    from_transcript: bool = False
 
     @property
     def tokens_from(self) -> str:
@@ -130,12 +139,18 @@ class Monitor:
     producing output records (used to catch up on history before going live).
     """
 
-    def __init__(self, sources: SourceSet, engine=None) -> None:
+    def __init__(self, sources: SourceSet, engine=None, *, runs_kept: int | None = None,
+                 detect_since: float | None = None) -> None:
         self.sources = sources
         self.engine = engine
+        #: Transcript events older than this (epoch seconds) are counted, not run through
+        #: the detectors, unless their session's index says it is running: the history of a
+        #: board or ``watch`` is its tokens and counts, and its loops are long over. None:
+        #: every event is detected on (``replay``).
+        self.detect_since = detect_since
         self.sessions: dict[str, SessionState] = {}
         self.key_to_session: dict[str, str] = {}
-        self.run_to_session = RunIndex(RUNS_KEPT)
+        self.run_to_session = RunIndex(runs_kept or RUNS_KEPT)
         self.quiet = False
         self.polls = 0
         self.internal_errors = 0        # records skipped because folding one raised
@@ -150,8 +165,12 @@ class Monitor:
     def step(self) -> list[dict]:
         """Poll every source once; return the output records it produced."""
         self.polls += 1
+        return self.fold(self.sources.poll())
+
+    def fold(self, events: list) -> list[dict]:
+        """Fold ``events`` (what a poll of the sources returned); the output records."""
         records: list[dict] = []
-        for event in self.sources.poll():
+        for event in events:
             try:
                 self._fold(event, records)
             except Exception as exc:    # one record the code cannot take loses only itself
@@ -230,6 +249,7 @@ class Monitor:
             state = self._session(event.session_id,
                                   agent_of(event.origin) if agent_of is not None else "")
         state.touch(getattr(event, "ts", None))
+        state.from_transcript = True
         if state.known_from:
             state.known_from = None
         if getattr(event, "run_id", None):
@@ -255,6 +275,9 @@ class Monitor:
                 state.errors += 1
         elif isinstance(event, UserMessage) and event.run_id:
             state.run_id = event.run_id
+        if self.detect_since is not None and state.status != "running" \
+                and getattr(event, "ts", None) is not None and event.ts < self.detect_since:
+            return
         self._detect(state, event, records)
 
     def _fold_notice(self, notice: GatewayNotice, records: list[dict]) -> None:

@@ -33,6 +33,7 @@ from monitor.config.sections import (
     BudgetsConfig,
     DetectionConfig,
     GatewayConfig,
+    HistoryConfig,
     MetricsConfig,
     UiConfig,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "ConfigError",
     "DetectionConfig",
     "GatewayConfig",
+    "HistoryConfig",
     "MetricsConfig",
     "UiConfig",
     "check_config_main",

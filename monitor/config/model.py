@@ -15,6 +15,7 @@ from monitor.config.sections import (
     BudgetsConfig,
     DetectionConfig,
     GatewayConfig,
+    HistoryConfig,
     MetricsConfig,
     UiConfig,
 )
@@ -31,6 +32,7 @@ class Config:
     ui: UiConfig = field(default_factory=UiConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    history: HistoryConfig = field(default_factory=HistoryConfig)
     agents: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = DEFAULTS_LABEL
     warnings: tuple[str, ...] = ()

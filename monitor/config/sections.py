@@ -261,8 +261,17 @@ class MetricsConfig:
     session_lookback_seconds: float = field(default=900.0, metadata=_minimum(1))
 
 
+@dataclass(frozen=True)
+class HistoryConfig:
+    """How much of the past the board and ``watch`` run the detectors on."""
+
+    #: Seconds: transcript events older than this are counted (tokens, tool calls) but not
+    #: detected on, unless the index says their session is running; null: all history.
+    active_within: float | None = field(default=86_400.0, metadata=_range(0, 10**10))
+
+
 SECTIONS: dict[str, type] = {
     "detection": DetectionConfig, "budgets": BudgetsConfig, "actions": ActionsConfig,
     "alerts": AlertsConfig, "ui": UiConfig, "gateway": GatewayConfig,
-    "metrics": MetricsConfig,
+    "metrics": MetricsConfig, "history": HistoryConfig,
 }

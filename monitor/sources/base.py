@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 from monitor.events import SourceError, SourceKind
 
 ERROR_SAMPLES_KEPT = 5
+
+
+def sample_order(path: str, where: str) -> tuple:
+    """Where an error is, for keeping the first ``ERROR_SAMPLES_KEPT`` by place: path, then
+    ``where`` with its numbers compared as numbers (``offset 99`` before ``offset 100``).
+    Samples kept by place, not by the order they were read in, are the same however the
+    reading was split (``replay --jobs``)."""
+    parts = re.split(r"(\d+)", where)
+    return path, [int(part) if index % 2 else part for index, part in enumerate(parts)]
 
 
 class Source:
@@ -26,6 +36,9 @@ class Source:
     backlog_bytes: int = 0
     #: How much one ``poll()`` may read; sources that read in steps set it.
     poll_budget_bytes: int
+    #: False in the shards of a split replay after the first: errors that are not any one
+    #: session's (the index, the database as a whole) are counted by one shard only.
+    count_shared_errors: bool = True
     #: ``time.monotonic()`` after which a ``poll()`` stops at its next step boundary (having
     #: done at least one) and sets ``behind``; None: no limit. Set by ``SourceSet.poll`` so
     #: a step (and with it a stop signal or a quit key) never waits long.
@@ -53,11 +66,21 @@ class Source:
     def close(self) -> None:
         pass
 
-    def error(self, where: str, message: str, *, path: str | None = None) -> SourceError:
-        self.errors += 1
+    def error(self, where: str, message: str, *, path: str | None = None,
+              shared: bool = False) -> SourceError:
+        """A ``SourceError``, counted and kept as a sample (the first by place). ``shared``:
+        not any one session's error (see ``count_shared_errors``)."""
         record = SourceError(self.kind, path or self.path, where, message)
-        if len(self.error_samples) < ERROR_SAMPLES_KEPT:
-            self.error_samples.append(record)
+        if shared and not self.count_shared_errors:
+            return record
+        self.errors += 1
+        samples = self.error_samples
+        place = sample_order(record.path, record.where)
+        if len(samples) < ERROR_SAMPLES_KEPT or place < sample_order(samples[-1].path,
+                                                                      samples[-1].where):
+            samples.append(record)
+            samples.sort(key=lambda e: sample_order(e.path, e.where))
+            del samples[ERROR_SAMPLES_KEPT:]
         return record
 
     def summary(self) -> dict:

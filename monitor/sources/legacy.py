@@ -115,6 +115,11 @@ def session_id_from_filename(name: str) -> str:
     return stem[:topic] if topic > 0 else stem
 
 
+def transcript_session_id(path: str) -> str:
+    """The session a transcript (or an archive of one) belongs to, by its file name."""
+    return session_id_from_filename(os.path.basename(path).split(".jsonl")[0] + ".jsonl")
+
+
 class LegacySessionsSource(Source):
     kind = "jsonl"
 
@@ -122,6 +127,8 @@ class LegacySessionsSource(Source):
                  include_archives: bool = False, only_files: set[str] | None = None) -> None:
         super().__init__(sessions_dir)
         self.only_files = {os.path.abspath(p) for p in only_files} if only_files else None
+        #: The sessions whose transcripts this source reads (None: all), for a split replay.
+        self.only_sessions: set[str] | None = None
         self.agent_id = agent_id
         self.include_archives = include_archives
         self._index_identity: tuple | None = None
@@ -167,6 +174,25 @@ class LegacySessionsSource(Source):
 
     # ------------------------------------------------------------------- index
 
+    def read_index(self) -> list:
+        """The index's session records (and errors) not given yet, without reading any
+        transcript."""
+        out: list = []
+        self._read_index(out)
+        return out
+
+    def transcript_weights(self) -> dict[str, int]:
+        """Bytes of transcript per session id, from the current listing."""
+        weights: dict[str, int] = {}
+        for path in self._transcript_paths():
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                size = 0
+            sid = transcript_session_id(path)
+            weights[sid] = weights.get(sid, 0) + size
+        return weights
+
     def _read_index(self, out: list) -> None:
         try:
             st = os.stat(self.index_path)
@@ -182,7 +208,8 @@ class LegacySessionsSource(Source):
         self._index_identity = identity
         if st is not None and not stat.S_ISREG(st.st_mode):
             out.append(self.error("sessions.json", "cannot read the session index: "
-                                  + refusal(self.index_path, st.st_mode), path=self.index_path))
+                                  + refusal(self.index_path, st.st_mode), path=self.index_path,
+                                  shared=True))
             return
         try:
             with open_regular_file(self.index_path) as handle:
@@ -190,15 +217,15 @@ class LegacySessionsSource(Source):
         except NotRegularFile as exc:
             out.append(self.error("sessions.json",
                                   f"cannot read the session index: {exc.strerror}",
-                                  path=self.index_path))
+                                  path=self.index_path, shared=True))
             return
         except (OSError, ValueError) as exc:
             out.append(self.error("sessions.json", f"cannot read the session index: {exc}",
-                                  path=self.index_path))
+                                  path=self.index_path, shared=True))
             return
         if not isinstance(data, dict):
             out.append(self.error("sessions.json", "session index is not a JSON object",
-                                  path=self.index_path))
+                                  path=self.index_path, shared=True))
             return
         self._index = {k: v for k, v in data.items() if isinstance(v, dict)}
         for key, entry in self._index.items():
@@ -280,6 +307,8 @@ class LegacySessionsSource(Source):
                     paths.append(full)
         if self.only_files is not None:
             paths = [p for p in paths if os.path.abspath(p) in self.only_files]
+        if self.only_sessions is not None:
+            paths = [p for p in paths if transcript_session_id(p) in self.only_sessions]
         self._listing_key = None if still_changing else key
         self._listed_at = now
         self._listing = paths
@@ -306,8 +335,7 @@ class LegacySessionsSource(Source):
             resume = self._resume.pop(path, None)
             self._followers[path] = FileFollower(path, resume=resume)
             self._by_abspath[os.path.abspath(path)] = path
-            self._session_ids[path] = session_id_from_filename(
-                os.path.basename(path).split(".jsonl")[0] + ".jsonl")
+            self._session_ids[path] = transcript_session_id(path)
             size = stats[path].st_size if stats[path] else 0
             self._unstarted[path] = max(0, size - (resume.offset if resume else 0))
         self._order[self._cursor:self._cursor] = new

@@ -39,8 +39,16 @@ class SourceSet:
                  paths: tuple[str, ...] = (), resume: dict | None = None,
                  include_archives: bool = False, replay: bool = False,
                  log_from_end: bool = False, rolling_log_dirs: tuple[str, ...] = (),
-                 log_stream: str | None = None, from_start: bool = False) -> None:
+                 log_stream: str | None = None, from_start: bool = False,
+                 transcripts_only: bool = False, only_sessions: frozenset[str] | None = None,
+                 count_shared_errors: bool = True) -> None:
         self.state_dir = state_dir
+        #: A shard of a split replay: no gateway log, only ``only_sessions``' transcripts
+        #: (None: all), and the errors no session owns counted only if
+        #: ``count_shared_errors``.
+        self.transcripts_only = transcripts_only
+        self.only_sessions = only_sessions
+        self.count_shared_errors = count_shared_errors
         self.log_path = log_path
         self.rolling_log_dirs = rolling_log_dirs
         self.include_archives = include_archives
@@ -71,6 +79,11 @@ class SourceSet:
 
     def _add(self, source: Source) -> None:
         sid = source_id(source)
+        if self.transcripts_only and source.kind == "gateway-log":
+            return
+        if hasattr(source, "only_sessions"):
+            source.only_sessions = self.only_sessions
+        source.count_shared_errors = self.count_shared_errors
         if sid not in self._known:
             self._known.add(sid)
             self.sources.append(source)
@@ -171,6 +184,15 @@ class SourceSet:
             return source.poll()
         finally:
             source.poll_budget_bytes = budget
+
+    def keep_only_logs(self) -> None:
+        """Close and drop every source but the gateway log(s), and find no more agents: the
+        transcripts have been read elsewhere (a split replay)."""
+        for source in self.sources:
+            if source.kind != "gateway-log":
+                source.close()
+        self.sources = [s for s in self.sources if s.kind == "gateway-log"]
+        self.state_dir = None
 
     def note_changed(self, paths: set[str] | None) -> None:
         """Paths the waker saw change (None: unknown), for the sources to look at first."""

@@ -105,6 +105,8 @@ class SqliteAgentSource(Source):
                  step_rows: int = STEP_BUDGET_ROWS) -> None:
         super().__init__(db_path)
         self.agent_id = agent_id
+        #: The sessions whose transcripts this source reads (None: all), for a split replay.
+        self.only_sessions: set[str] | None = None
         self.sweep_seconds = sweep_seconds
         self.poll_budget_bytes = poll_budget_bytes
         self.step_rows = step_rows
@@ -153,7 +155,8 @@ class SqliteAgentSource(Source):
         except OSError as exc:
             message = exc.strerror if isinstance(exc, NotRegularFile) else str(exc)
             where = getattr(exc, "path", None) or self.path
-            out.append(self.error("open", f"cannot open the database: {where}: {message}"))
+            out.append(self.error("open", f"cannot open the database: {where}: {message}",
+                                  shared=True))
             self._failed_on = self._file_versions()
             return False
         versions = self._file_versions()
@@ -178,7 +181,8 @@ class SqliteAgentSource(Source):
             if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
                 self.busy_retries += 1
                 return False
-            out.append(self.error("open", f"cannot open the database read-only: {exc}"))
+            out.append(self.error("open", f"cannot open the database read-only: {exc}",
+                                  shared=True))
             self._failed_on = self._file_versions()
             return False
         self._conn, self._identity, self._columns = conn, (st.st_dev, st.st_ino), columns
@@ -208,7 +212,7 @@ class SqliteAgentSource(Source):
             out.append(self.error(
                 "transcript_events",
                 "cannot read transcripts: table transcript_events lacks "
-                + ", ".join(sorted(missing)) + " (session index is still read)",
+                + ", ".join(sorted(missing)) + " (session index is still read)", shared=True,
             ))
         return True
 
@@ -269,23 +273,51 @@ class SqliteAgentSource(Source):
             if _is_busy(exc):
                 self.busy_retries += 1
                 return out + pending
-            out.append(self.error("query", f"query failed: {exc}"))
+            out.append(self.error("query", f"query failed: {exc}", shared=True))
             self._close()
             self._failed_on = self._file_versions()
         except sqlite3.DatabaseError as exc:
-            out.append(self.error("query", f"database unreadable: {exc}"))
+            out.append(self.error("query", f"database unreadable: {exc}", shared=True))
             self._close()
             self._failed_on = self._file_versions()
         except Exception as exc:  # nothing in a database may stop the reader
             out.append(self.error("internal", f"poll failed, read again once the database "
-                                              f"changes: {type(exc).__name__}: {exc}"))
+                                              f"changes: {type(exc).__name__}: {exc}",
+                                  shared=True))
             self._close()
             self._failed_on = self._file_versions()
         return out + pending
 
-    def _bad_row(self, out: list, table: str, rowid, row, message: str) -> None:
+    def read_index(self) -> list:
+        """The session records (and errors) not given yet, without reading transcripts."""
+        out: list = []
+        if self._conn is None and not self._open(out):
+            return out
+        try:
+            self._read_sessions(self._conn, out)
+        except sqlite3.DatabaseError as exc:
+            out.append(self.error("query", f"database unreadable: {exc}", shared=True))
+        return out
+
+    def transcript_weights(self) -> dict[str, int]:
+        """Stored bytes of transcript per session id (``length()`` reads no blob)."""
+        if self._conn is None or not {"session_id", "event_json"} <= self._columns.get(
+                "transcript_events", set()):
+            return {}
+        zstd = " + coalesce(length(event_zstd), 0)" if "event_zstd" in self._columns[
+            "transcript_events"] else ""
+        sql = (f"SELECT session_id, sum(coalesce(length(event_json), 0){zstd}) "
+               "FROM transcript_events GROUP BY session_id")
+        try:
+            return {sid: sql_int(weight) or 0 for sid, weight in self._conn.execute(sql)
+                    if isinstance(sid, str)}
+        except sqlite3.DatabaseError:
+            return {}
+
+    def _bad_row(self, out: list, table: str, rowid, row, message: str, *,
+                 shared: bool = True) -> None:
         """Report a row that cannot be read (``table/rowid N``), once for as long as it
-        stays the same."""
+        stays the same. ``shared``: not a row of one session's transcript."""
         key = (table, type_name(rowid), rowid)
         try:
             version = hash(row)
@@ -297,7 +329,7 @@ class SqliteAgentSource(Source):
             self._bad_rows.clear()
         self._bad_rows[key] = version
         where = f"{table}/rowid {rowid}" if isinstance(rowid, int) else table
-        out.append(self.error(where, f"row skipped: {message}"))
+        out.append(self.error(where, f"row skipped: {message}", shared=shared))
 
     def _select(self, table: str, wanted: tuple[str, ...]) -> str:
         present = self._columns.get(table, set())
@@ -410,6 +442,8 @@ class SqliteAgentSource(Source):
             self._bad_row(out, "transcript_events", rowid, (type_name(sid), sid),
                           f"session_id is {type_name(sid)}, not text")
             return
+        if self.only_sessions is not None and sid not in self.only_sessions:
+            return
         cursor = self.seq_cursor.get(sid, -1)
         seq = sql_int(seq)
         seq = cursor + 1 if seq is None else seq
@@ -443,7 +477,8 @@ class SqliteAgentSource(Source):
                     spent_rows += 1
                     if sql_int(seq) is None:    # text, blob, real or out of range: after ints
                         self._bad_row(out, "transcript_events", rowid, (sid, seq),
-                                      f"seq is {type_name(seq)}, not an integer in range")
+                                      f"seq is {type_name(seq)}, not an integer in range",
+                                      shared=False)
                         continue
                     try:
                         spent_bytes += self._emit_row(sid, seq, event_json, event_zstd,

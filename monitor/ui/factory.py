@@ -47,11 +47,11 @@ def _monitor_factory(state_dir: str | None, log_path: str | None, config: Config
                      ) -> Callable[[], object]:
     def make():
         from monitor.detect.engine import DetectionEngine
-        from monitor.pipeline import Monitor
+        from monitor.pipeline import Monitor, history_cutoff
         from monitor.sources.sourceset import SourceSet
 
         return Monitor(SourceSet(state_dir=state_dir, log_path=log_path),
-                       DetectionEngine(config))
+                       DetectionEngine(config), detect_since=history_cutoff(config))
 
     return make
 

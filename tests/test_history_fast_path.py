@@ -1,0 +1,84 @@
+"""The present first: a board or ``watch`` runs the detectors on what happened within
+``history.active_within`` (and on every session the index says is running); older history
+is counted (tokens, tool calls) but not detected on, and costs no detector state.
+
+The transcript is a real OpenClaw 2026.9.6 hammer loop (``oc-hammer.jsonl``), its times
+moved to the age each test needs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from monitor.config import Config
+from monitor.detect.engine import DetectionEngine
+from monitor.pipeline import Monitor
+from monitor.replay import read_to_end
+from monitor.sources.sourceset import SourceSet
+
+FIXTURE = Path(__file__).parent / "fixtures" / "oc-hammer.jsonl"
+DAY = 86_400.0
+
+
+def state_dir_with_hammer(root: Path, age_seconds: float, status: str) -> str:
+    """A legacy state dir holding the hammer loop, its last entry ``age_seconds`` old."""
+    lines = [json.loads(line) for line in FIXTURE.read_text().splitlines() if line.strip()]
+    last = max(datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")).timestamp()
+               for e in lines if "timestamp" in e)
+    shift = time.time() - age_seconds - last
+    sid = lines[0]["id"]
+    for entry in lines:
+        if "timestamp" in entry:
+            moment = datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00"))
+            entry["timestamp"] = datetime.fromtimestamp(moment.timestamp() + shift, UTC) \
+                .isoformat().replace("+00:00", "Z")
+        message = entry.get("message")
+        if isinstance(message, dict) and isinstance(message.get("timestamp"), int):
+            message["timestamp"] += int(shift * 1000)
+    sessions = root / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / f"{sid}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+    (sessions / "sessions.json").write_text(json.dumps({
+        "agent:main:main": {"sessionId": sid, "status": status, "updatedAt": 0}}))
+    return str(root)
+
+
+def board_monitor(state_dir: str) -> Monitor:
+    """A monitor as the board and ``watch`` build it, with the default lookback."""
+    engine = DetectionEngine(Config())
+    monitor = Monitor(SourceSet(state_dir=state_dir, replay=True), engine,
+                      detect_since=time.time() - Config().history.active_within)
+    read_to_end(monitor)
+    return monitor
+
+
+def test_a_loop_within_the_lookback_is_found(tmp_path):
+    monitor = board_monitor(state_dir_with_hammer(tmp_path, 3600, "done"))
+    (state,) = monitor.sessions.values()
+    assert any(f.level == "critical" for f in state.findings)
+
+
+def test_old_history_is_counted_not_detected(tmp_path):
+    monitor = board_monitor(state_dir_with_hammer(tmp_path, 3 * DAY, "done"))
+    (state,) = monitor.sessions.values()
+    assert state.tool_calls > 20 and state.tokens_total > 0
+    assert state.findings == [] and state.findings_total == 0
+    assert monitor.engine._sessions == {}, "old history keeps no detector state"
+
+
+def test_a_running_session_is_detected_whatever_its_age(tmp_path):
+    monitor = board_monitor(state_dir_with_hammer(tmp_path, 3 * DAY, "running"))
+    (state,) = monitor.sessions.values()
+    assert any(f.level == "critical" for f in state.findings)
+
+
+def test_replay_detects_on_all_history(tmp_path):
+    sources = SourceSet(state_dir=state_dir_with_hammer(tmp_path, 30 * DAY, "done"),
+                        replay=True)
+    monitor = Monitor(sources, DetectionEngine(Config()))
+    read_to_end(monitor)
+    (state,) = monitor.sessions.values()
+    assert any(f.level == "critical" for f in state.findings)
