@@ -1,0 +1,288 @@
+"""The Claude Code or Codex CLI process that writes a session, found by evidence that agrees.
+
+Neither CLI has a gateway to ask, so the writer of a transcript is found in the process table
+(psutil) and proven, the way OpenClaw exec shells are (``monitor.act.evidence``): nothing is
+acted on unless the evidence names one process. (How each CLI and its tool processes look in
+the process table, as verified with the real clients: ``monitor.act.cli_processes``.)
+
+A process is a candidate when it looks like that CLI (process name or ``argv[0]``, or a
+script of its npm package), belongs to this user, runs in the session's cwd (its own cwd, or
+for Codex the ``-C``/``--cd`` dir, which it records without changing its cwd), and nothing
+contradicts it (its argv resumes another session id; its ``CLAUDE_CONFIG_DIR``/``CODEX_HOME``
+does not hold the transcript). A launcher whose only child candidate has its arguments is
+left out. A candidate ties itself to the session by at least one fact: argv names the session
+id; an open file is the transcript or names the session id; a tool child's environment names
+the session id; or, as the weakest tie, it started before the transcript's first entry and is
+the only candidate in that cwd. One tied candidate is the writer; two tied, or several untied,
+is ambiguous: nothing is acted on and ``Lookup.reason`` says why.
+
+Results carry ``(pid, create_time)``; ``monitor.act.cli_agent_signals`` re-checks that pair
+before any signal, so a reused PID is never hit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+
+import psutil
+
+from monitor import untrusted_json
+from monitor.act.cli_processes import (
+    argv_of,
+    cli_arguments,
+    environ_of,
+    marked_session,
+    open_paths,
+    owned_by_me,
+    process_name,
+    tool_children,
+    working_dirs,
+)
+from monitor.sources.regular import open_regular_file
+from monitor.sources.transcript import parse_timestamp
+
+SOURCES = ("claude-code", "codex")
+SESSION_FLAGS = ("--resume", "-r", "--session-id", "resume", "fork")
+HEAD_BYTES = 1 << 20     # how much of a transcript's start is read for its first entry
+CLOCK_SLACK = 2.0        # a create time is boot time + ticks; entries are written after start
+_SESSION_ID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                            r"[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+@dataclass(frozen=True)
+class CliSession:
+    """A session to act on: its source, id, transcript path and (for Claude Code) the project
+    cwd; without ``cwd`` it is read from the transcript (Codex's ``session_meta``)."""
+
+    source: str          # "claude-code" | "codex"
+    session_id: str
+    transcript: str
+    cwd: str | None = None
+
+
+@dataclass(frozen=True)
+class CliProcess:
+    """A CLI process in the session's cwd, and the facts that tie it to the session."""
+
+    pid: int
+    create_time: float
+    argv: tuple[str, ...]
+    cwd: str
+    arguments: tuple[str, ...] = ()    # what the CLI was given (argv after its entry)
+    ties: tuple[str, ...] = ()
+
+    @property
+    def target(self) -> tuple[int, float]:
+        return (self.pid, self.create_time)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """The outcome of ``find_cli``: ``process`` when the evidence names exactly one."""
+
+    process: CliProcess | None
+    reason: str
+    candidates: tuple[CliProcess, ...] = ()
+
+    @property
+    def target(self) -> tuple[int, float] | None:
+        return self.process.target if self.process else None
+
+
+# ------------------------------------------------------------------ reading the session
+
+def _head_entries(path: str) -> list[dict]:
+    """The complete JSON entries among the first ``HEAD_BYTES`` of a transcript."""
+    try:
+        with open_regular_file(path) as handle:
+            data = handle.read(HEAD_BYTES)
+    except OSError:
+        return []
+    entries = []
+    for line in data.split(b"\n")[:-1]:
+        try:
+            entry = untrusted_json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
+
+
+def first_entry_time(path: str) -> float | None:
+    """When the transcript's first timestamped entry was written (seconds since the epoch)."""
+    for entry in _head_entries(path):
+        ts = parse_timestamp(entry.get("timestamp"))
+        if ts is not None:
+            return ts
+    return None
+
+
+def session_cwd(session: CliSession) -> str | None:
+    """The session's cwd: as given, else from the transcript (Codex ``session_meta.payload.
+    cwd``; Claude Code, the first entry's ``cwd``)."""
+    if session.cwd:
+        return os.path.realpath(session.cwd)
+    for entry in _head_entries(session.transcript):
+        payload = entry.get("payload") if entry.get("type") == "session_meta" else entry
+        cwd = payload.get("cwd") if isinstance(payload, dict) else None
+        if isinstance(cwd, str) and cwd.startswith("/"):
+            return os.path.realpath(cwd)
+    return None
+
+
+def _inside(path: str, folder: str) -> bool:
+    folder = os.path.realpath(folder)
+    return os.path.commonpath([path, folder]) == folder
+
+
+def writes_elsewhere(env: dict[str, str], source: str, transcript: str) -> str | None:
+    """Why a process whose environment is ``env`` cannot write ``transcript`` (its config
+    dir does not hold it), or None when it may (or the environment does not say)."""
+    if source == "claude-code":
+        configured = env.get("CLAUDE_CONFIG_DIR")
+        homes = [configured] if configured else []
+        if not configured and env.get("HOME"):
+            homes = [os.path.join(env["HOME"], ".claude"),
+                     os.path.join(env["HOME"], ".config", "claude")]
+        roots = [os.path.join(home, "projects") for home in homes]
+        label = "CLAUDE_CONFIG_DIR" if configured else "HOME"
+    else:
+        configured = env.get("CODEX_HOME")
+        home = configured or (os.path.join(env["HOME"], ".codex") if env.get("HOME") else None)
+        roots = [os.path.join(home, "sessions"), os.path.join(home, "archived_sessions")] \
+            if home else []
+        label = "CODEX_HOME" if configured else "HOME"
+    if not roots or any(_inside(transcript, root) for root in roots):
+        return None
+    return f"its {label} keeps sessions in {roots[0]}, not where the transcript is"
+
+
+def resumed_session(argv: list[str]) -> str | None:
+    """The session id that argv resumes or names (``--resume ID``, ``--session-id=ID``,
+    ``codex exec resume ID``), if it is one."""
+    for index, arg in enumerate(argv[1:], start=1):
+        flag, eq, value = arg.partition("=")
+        if eq and flag in SESSION_FLAGS and _SESSION_ID_RE.match(value):
+            return value
+        if arg in SESSION_FLAGS and index + 1 < len(argv) \
+                and _SESSION_ID_RE.match(argv[index + 1]):
+            return argv[index + 1]
+    return None
+
+
+# ---------------------------------------------------------------------- the evidence
+
+def ties_of(proc: psutil.Process, argv: list[str], session: CliSession) -> list[str]:
+    """The facts (besides timing) that tie ``proc`` to ``session``."""
+    sid = session.session_id
+    ties = []
+    if any(arg == sid or arg.endswith("=" + sid) for arg in argv[1:]):
+        ties.append(f"argv names session {sid}")
+    transcript = os.path.realpath(session.transcript)
+    paths = open_paths(proc)
+    named = [path for path in paths if sid in path.split(os.sep)
+             or os.path.splitext(os.path.basename(path))[0] == sid]
+    if transcript in paths:
+        ties.append(f"holds the transcript {transcript} open")
+    elif named:
+        ties.append(f"holds {named[0]} open (named by the session id)")
+    for child in tool_children(proc):
+        if marked_session(child, session.source) == sid:
+            ties.append(f"tool process {child.pid}'s environment names session {sid}")
+            break
+    return ties
+
+
+def _candidate(proc: psutil.Process, session: CliSession, cwd: str,
+               transcript: str) -> tuple[CliProcess | None, str | None]:
+    """``proc`` as a candidate in ``cwd`` (with its ties), or None and why it was left out
+    (None, None: not a CLI process in that cwd at all)."""
+    argv = argv_of(proc)
+    args = cli_arguments(argv, process_name(proc), session.source)
+    if args is None:
+        return None, None
+    if proc.pid in (0, 1, os.getpid()) or not owned_by_me(proc) \
+            or cwd not in working_dirs(proc, argv, session.source):
+        return None, None
+    try:
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None, None
+        started = proc.create_time()
+    except psutil.Error:
+        return None, None
+    other = resumed_session(argv)
+    if other and other != session.session_id:
+        return None, f"pid {proc.pid} resumes another session ({other})"
+    elsewhere = writes_elsewhere(environ_of(proc), session.source, transcript)
+    if elsewhere:
+        return None, f"pid {proc.pid}: {elsewhere}"
+    return CliProcess(proc.pid, started, tuple(argv), cwd, tuple(args),
+                      tuple(ties_of(proc, argv, session))), None
+
+
+def _drop_launchers(found: list[CliProcess]) -> list[CliProcess]:
+    """Leave out a launcher (``node codex.js …``, ``node cli-wrapper.cjs …``) whose child
+    candidate runs the same arguments: the child is the CLI, the launcher forwards signals."""
+    launchers = set()
+    for child in found:
+        try:
+            parent = psutil.Process(child.pid).ppid()
+        except psutil.Error:
+            continue
+        for other in found:
+            if other.pid == parent and other.arguments == child.arguments:
+                launchers.add(other.pid)
+    return [proc for proc in found if proc.pid not in launchers]
+
+
+def find_cli(session: CliSession) -> Lookup:
+    """The process that writes ``session``, or None with the reason (see the module doc)."""
+    if session.source not in SOURCES:
+        return Lookup(None, f"unknown source {session.source!r}")
+    cwd = session_cwd(session)
+    if cwd is None:
+        return Lookup(None, f"the session's cwd is unknown (not given, not in "
+                            f"{session.transcript})")
+    transcript = os.path.realpath(session.transcript)
+    found: list[CliProcess] = []
+    left_out: list[str] = []
+    for proc in psutil.process_iter():
+        candidate, why_not = _candidate(proc, session, cwd, transcript)
+        if candidate:
+            found.append(candidate)
+        elif why_not:
+            left_out.append(why_not)
+    found = _drop_launchers(found)
+    aside = f" (left out: {'; '.join(left_out)})" if left_out else ""
+    tied = [proc for proc in found if proc.ties]
+    if len(tied) == 1:
+        (proc,) = tied
+        return Lookup(proc, f"pid {proc.pid}: {'; '.join(proc.ties)}", tuple(found))
+    if len(tied) > 1:
+        named = "; ".join(f"pid {proc.pid}: {', '.join(proc.ties)}" for proc in tied)
+        return Lookup(None, f"ambiguous: {len(tied)} {session.source} processes in {cwd} are "
+                            f"tied to session {session.session_id} ({named})", tuple(found))
+    if not found:
+        return Lookup(None, f"no {session.source} process runs in {cwd}{aside}")
+    if len(found) > 1:
+        pids = ", ".join(str(proc.pid) for proc in found)
+        return Lookup(None, f"ambiguous: {len(found)} {session.source} processes run in {cwd} "
+                            f"(pids {pids}) and none is tied to session {session.session_id}",
+                      tuple(found))
+    (proc,) = found
+    first = first_entry_time(session.transcript)
+    if first is None:
+        return Lookup(None, f"pid {proc.pid} is the only {session.source} process in {cwd}, "
+                            "but the transcript has no timestamped entry to compare its start "
+                            "with", tuple(found))
+    if proc.create_time > first + CLOCK_SLACK:
+        return Lookup(None, f"pid {proc.pid} is the only {session.source} process in {cwd}, "
+                            f"but it started {proc.create_time - first:.1f} s after the "
+                            "transcript's first entry and nothing else ties it to the session",
+                      tuple(found))
+    proc = replace(proc, ties=("the only one in the cwd, started before the transcript's "
+                               "first entry",))
+    return Lookup(proc, f"pid {proc.pid}: {proc.ties[0]}", (proc,))

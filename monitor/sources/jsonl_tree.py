@@ -1,0 +1,406 @@
+"""Follow every JSONL transcript under a directory tree, each line exactly once.
+
+Claude Code and Codex CLI write one JSONL file per session below a root
+(``<projects>/<project>/<session>.jsonl``, ``<sessions>/YYYY/MM/DD/rollout-*.jsonl``). This
+base walks the tree, follows each file with a ``FileFollower`` (rotation, truncation, a partial
+last line, a restart from a checkpoint) and hands every decoded line to the subclass's
+``read_entry``. As in the OpenClaw sources:
+
+* a poll reads at most ``poll_budget_bytes`` and stops at its ``deadline`` (``behind`` says
+  there is more); the next poll goes on at the file where this one stopped;
+* files are read in path order, so a session's own file is read before the files in the
+  directory named after it (a sub-agent's transcript), and a replay reads them as ccusage does;
+* a directory is listed again only when its mtime changed (or is so recent that a file made in
+  the same tick could be missing), and at most every ``RESCAN_SECONDS`` unless the waker names
+  a file not followed yet;
+* followers that went idle are suspended beyond ``MAX_OPEN_FOLLOWERS`` (descriptor closed,
+  position kept); a suspended follower costs one ``stat`` when it is looked at, which happens
+  every poll for up to ``IDLE_CHECKS_PER_POLL`` of them (in turn) and at once when the waker
+  names its path; a file that was deleted (and read to its end) is forgotten;
+* a line that is not UTF-8, holds a NUL, is not JSON or not a JSON object, or that
+  ``read_entry`` rejects with a ``ValueError``, is counted as an error with its file and offset.
+
+Symlinked files and directories are not followed (ccusage skips them too), and only regular
+files are read (``FileFollower`` refuses FIFOs and devices).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+
+from monitor import untrusted_json
+from monitor.events import SourceNotice
+from monitor.sources.base import Source
+from monitor.sources.regular import open_regular_file
+from monitor.sources.tail import (
+    POLL_BUDGET_BYTES,
+    READ_STEP_BYTES,
+    FileFollower,
+    FollowerState,
+    Line,
+    TailNotice,
+)
+
+RESCAN_SECONDS = 1.0
+#: A directory whose mtime is this recent is listed again next time (same-tick creations).
+LISTING_RACY_SECONDS = 1.0
+MAX_OPEN_FOLLOWERS = 64
+IDLE_CHECKS_PER_POLL = 512
+NOTICES_SHOWN_SINGLY = 3
+NOTICE_EXAMPLES = 3
+
+
+class TreeWalker:
+    """The files below ``root`` that ``wants_file`` accepts, descending only into the
+    directories ``wants_dir`` accepts (both get the path parts relative to ``root``).
+    Listings are cached per directory and refreshed when its mtime changes."""
+
+    def __init__(self, root: str, wants_dir, wants_file, max_depth: int) -> None:
+        self.root = root
+        self.wants_dir = wants_dir
+        self.wants_file = wants_file
+        self.max_depth = max_depth
+        #: directory -> (mtime_ns, subdirectories, files) of its last listing.
+        self._listings: dict[str, tuple[int, list[str], list[str]]] = {}
+
+    def files(self) -> list[str]:
+        found: list[str] = []
+        self._walk(self.root, (), found)
+        found.sort()
+        return found
+
+    def _walk(self, directory: str, parts: tuple[str, ...], found: list[str]) -> None:
+        listing = self._listing(directory, parts)
+        if listing is None:
+            return
+        subdirs, files = listing
+        found.extend(os.path.join(directory, name) for name in files)
+        if len(parts) + 1 >= self.max_depth:
+            return
+        for name in subdirs:
+            self._walk(os.path.join(directory, name), (*parts, name), found)
+
+    def _listing(self, directory: str, parts: tuple[str, ...]
+                 ) -> tuple[list[str], list[str]] | None:
+        try:
+            st = os.stat(directory, follow_symlinks=False)
+        except OSError:
+            self._listings.pop(directory, None)
+            return None
+        if not stat.S_ISDIR(st.st_mode):
+            return None
+        cached = self._listings.get(directory)
+        racy = time.time_ns() - st.st_mtime_ns < LISTING_RACY_SECONDS * 1e9
+        if cached is not None and cached[0] == st.st_mtime_ns and not racy:
+            return cached[1], cached[2]
+        subdirs: list[str] = []
+        files: list[str] = []
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    name = entry.name
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            if len(parts) + 1 < self.max_depth and self.wants_dir((*parts, name)):
+                                subdirs.append(name)
+                        elif entry.is_file(follow_symlinks=False) \
+                                and self.wants_file((*parts, name)):
+                            files.append(name)
+                    except OSError:
+                        continue
+        except OSError:
+            self._listings.pop(directory, None)
+            return None
+        subdirs.sort()
+        files.sort()
+        self._listings[directory] = (st.st_mtime_ns, subdirs, files)
+        return subdirs, files
+
+
+class JsonlTreeSource(Source):
+    """Base of the Claude Code and Codex sources; see the module docstring."""
+
+    kind = "jsonl"
+    #: Which CLI wrote the transcripts ("claude-code", "codex"); shown in ``summary()``.
+    source_name = ""
+    max_depth = 4
+
+    def __init__(self, root: str, agent_id: str, *, resume: dict | None = None,
+                 only_files: set[str] | None = None) -> None:
+        root = os.path.abspath(root)
+        super().__init__(root)
+        self.agent_id = agent_id
+        #: The only transcripts read (None: every one under the root): ``replay FILE``.
+        self.only_files = {os.path.abspath(p) for p in only_files} if only_files else None
+        #: The sessions whose transcripts this source reads (None: all), for a split replay.
+        self.only_sessions: set[str] | frozenset[str] | None = None
+        self.poll_budget_bytes = POLL_BUDGET_BYTES
+        self.max_open_followers = MAX_OPEN_FOLLOWERS
+        self._walker = TreeWalker(root, self.wants_dir, self.wants_file, self.max_depth)
+        self._followers: dict[str, FileFollower] = {}
+        self._order: list[str] = []
+        self._cursor = 0
+        self._scanned_at = float("-inf")
+        self._rescan = True
+        self._open: dict[str, float] = {}          # path -> last time it grew
+        self._hinted: set[str] = set()
+        self._hint_all = False
+        self._sweep = 0
+        saved = resume if isinstance(resume, dict) else {}
+        files = saved.get("files") if isinstance(saved.get("files"), dict) else {}
+        self._resume = {path: FollowerState.from_json(state) for path, state in files.items()
+                        if isinstance(path, str) and isinstance(state, dict)
+                        and _valid_state(state)}
+        self.restore_parse_state(saved.get("parse") if isinstance(saved.get("parse"), dict)
+                                 else {})
+
+    # ------------------------------------------------------------ subclass hooks
+
+    def wants_dir(self, parts: tuple[str, ...]) -> bool:
+        raise NotImplementedError
+
+    def wants_file(self, parts: tuple[str, ...]) -> bool:
+        raise NotImplementedError
+
+    def read_entry(self, path: str, offset: int, entry: dict, text: str) -> list:
+        """Events of one decoded line; raise ``ValueError`` for a line that cannot be read."""
+        raise NotImplementedError
+
+    def session_of(self, path: str) -> str:
+        """The session a transcript's events belong to, known before it is read (a split
+        replay puts every transcript of a session into one shard)."""
+        raise NotImplementedError
+
+    def parse_state(self) -> dict:
+        """What ``read_entry`` must remember across a restart (JSON-able, bounded)."""
+        return {}
+
+    def restore_parse_state(self, saved: dict) -> None:
+        """Take back what ``parse_state`` returned (never trusted: checked field by field)."""
+
+    # ------------------------------------------------------------- split replay
+
+    def read_index(self) -> list:
+        """No index: a session's ``SessionInfo`` comes with its transcript's first event."""
+        return []
+
+    def transcript_weights(self) -> dict[str, int]:
+        """Bytes of transcript per session id, from the current listing."""
+        weights: dict[str, int] = {}
+        for path in self._walker.files():
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                size = 0
+            session = self.session_of(path)
+            weights[session] = weights.get(session, 0) + size
+        return weights
+
+    # -------------------------------------------------------------------- polling
+
+    def note_changed(self, paths: set[str] | None) -> None:
+        if paths is None:
+            self._hint_all = True
+            self._rescan = True
+            return
+        for changed in paths:
+            if changed in self._followers:
+                self._hinted.add(changed)
+            elif changed.startswith(self.path):
+                self._rescan = True
+
+    def _refresh(self) -> None:
+        now = time.monotonic()
+        if not self._rescan and now - self._scanned_at < RESCAN_SECONDS:
+            return
+        self._rescan = False
+        self._scanned_at = now
+        listed = self._walker.files()
+        gone = [path for path, follower in self._followers.items()
+                if follower.open_descriptors == 0 and not follower.suspended
+                and not os.path.lexists(path)]
+        new = [path for path in listed if path not in self._followers
+               and (self.only_files is None or path in self.only_files)
+               and (self.only_sessions is None or self.session_of(path) in self.only_sessions)]
+        if not new and not gone:
+            return
+        current = self._order[self._cursor] if self._cursor < len(self._order) else None
+        for path in gone:
+            self._followers.pop(path).close()
+            self._open.pop(path, None)
+            self.forget_file(path)
+        for path in new:
+            self._followers[path] = FileFollower(path, resume=self._resume.pop(path, None))
+        self._order = sorted(self._followers)
+        self._cursor = self._order.index(current) if current in self._followers else 0
+
+    def forget_file(self, path: str) -> None:
+        """``path`` is gone (deleted and read to its end): drop what was kept for it."""
+
+    def _due_idle(self) -> set[str]:
+        """Suspended followers to look at this poll: the hinted ones and the sweep's share."""
+        idle = [path for path in self._order if self._followers[path].suspended]
+        if self._hint_all or len(idle) <= IDLE_CHECKS_PER_POLL:
+            due = set(idle)
+        else:
+            start = self._sweep % len(idle)
+            due = set((idle + idle)[start:start + IDLE_CHECKS_PER_POLL])
+            self._sweep = start + IDLE_CHECKS_PER_POLL
+        due |= self._hinted
+        self._hinted = set()
+        self._hint_all = False
+        return due
+
+    def poll(self) -> list:
+        out: list = []
+        self._refresh()
+        due = self._due_idle()
+        budget = self.poll_budget_bytes
+        count = len(self._order)
+        start = self._cursor if self._cursor < count else 0
+        stopped_at: str | None = None
+        notices: list[TailNotice] = []
+        for step in range(count):
+            path = self._order[(start + step) % count]
+            if budget <= 0 or (step and self.out_of_time()):
+                stopped_at = path
+                break
+            follower = self._followers[path]
+            if follower.suspended and (path not in due or not follower.changed()):
+                continue
+            while True:
+                lines = follower.poll(max_bytes=min(budget, READ_STEP_BYTES))
+                budget -= follower.bytes_read
+                if follower.bytes_read:
+                    self._open[path] = time.monotonic()
+                for line in lines:
+                    self._emit_line(line, out)
+                if not follower.behind or budget <= 0 or self.out_of_time():
+                    break
+            notices += follower.take_notices()
+            if follower.behind:
+                stopped_at = path
+                break
+            self._limit_descriptors(path, follower)
+        self._give_notices(notices, out)
+        self.behind = stopped_at is not None
+        self._cursor = self._order.index(stopped_at) if stopped_at is not None else 0
+        self.backlog_bytes = sum(self._followers[p].backlog_bytes for p in self._open)
+        return out
+
+    def _give_notices(self, notices: list[TailNotice], out: list) -> None:
+        """The followers' notices as records; the same message from more than
+        ``NOTICES_SHOWN_SINGLY`` files (a first start over thousands of transcripts) is one
+        record with the count and a few examples (errors still count once per file)."""
+        groups: dict[tuple[bool, str], list[TailNotice]] = {}
+        for notice in notices:
+            groups.setdefault((notice.error, notice.message), []).append(notice)
+        for (error, message), group in groups.items():
+            if len(group) <= NOTICES_SHOWN_SINGLY:
+                for notice in group:
+                    if error:
+                        out.append(self.error(notice.where or "-", message, path=notice.path))
+                    else:
+                        out.append(SourceNotice(self.kind, notice.path, message))
+                continue
+            examples = ", ".join(os.path.basename(n.path) for n in group[:NOTICE_EXAMPLES])
+            text = f"{message}: {len(group)} files (e.g. {examples}, ...)"
+            if error:
+                out.append(self.error("-", text, path=self.path))
+                self.errors += len(group) - 1
+            else:
+                out.append(SourceNotice(self.kind, self.path, text))
+
+    def _limit_descriptors(self, path: str, follower: FileFollower) -> None:
+        if follower.open_descriptors == 0:
+            self._open.pop(path, None)
+            return
+        self._open.setdefault(path, time.monotonic())
+        if len(self._open) <= self.max_open_followers:
+            return
+        for candidate in sorted(self._open, key=self._open.__getitem__):
+            if self._followers[candidate].suspend():
+                del self._open[candidate]
+                if len(self._open) <= self.max_open_followers:
+                    return
+
+    def _emit_line(self, line: Line, out: list) -> None:
+        if not line.data.strip():
+            return
+        where = f"offset {line.offset}"
+        try:
+            text = line.data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            out.append(self.error(where, f"invalid UTF-8 at byte {exc.start}", path=line.path))
+            return
+        if "\x00" in text:
+            out.append(self.error(where, "NUL byte in line", path=line.path))
+            return
+        try:
+            entry = untrusted_json.loads(text)
+        except ValueError as exc:
+            out.append(self.error(where, f"invalid JSON: {exc}", path=line.path))
+            return
+        if not isinstance(entry, dict):
+            out.append(self.error(where, "line is not a JSON object", path=line.path))
+            return
+        try:
+            events = self.read_entry(line.path, line.offset, entry, text)
+        except ValueError as exc:
+            out.append(self.error(where, f"unreadable entry: {exc}", path=line.path))
+            return
+        self.events += len(events)
+        out.extend(events)
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def checkpoint(self) -> dict:
+        files = {}
+        for path, follower in self._followers.items():
+            state = follower.state()
+            files[path] = state.as_json() if state else None
+        for path, state in self._resume.items():
+            files.setdefault(path, state.as_json())
+        return {"files": files, "parse": self.parse_state()}
+
+    def summary(self) -> dict:
+        return {**super().summary(), "source": self.source_name}
+
+    def close(self) -> None:
+        for follower in self._followers.values():
+            follower.close()
+        self._followers.clear()
+        self._order.clear()
+        self._open.clear()
+        self._cursor = 0
+        self._rescan = True
+
+
+def first_entry(path: str, max_bytes: int = 64 << 10) -> dict | None:
+    """The first line of ``path`` that is a JSON object (within ``max_bytes``), or None: for
+    telling which program wrote a transcript given on the command line."""
+    try:
+        with open_regular_file(path) as handle:
+            head = handle.read(max_bytes)
+    except OSError:
+        return None
+    for line in head.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            entry = untrusted_json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            return entry
+    return None
+
+
+def _valid_state(state: dict) -> bool:
+    try:
+        FollowerState.from_json(state)
+    except (KeyError, TypeError, ValueError):
+        return False
+    return True
