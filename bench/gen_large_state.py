@@ -643,7 +643,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.sessions = 300 if args.small else 10_000
     if args.big_mb is None:
         args.big_mb = "20" if args.small else "320,220,140"
-    args.big_mb = [float(x) for x in args.big_mb.split(",") if x.strip()]
+    try:
+        args.big_mb = [float(x) for x in args.big_mb.split(",") if x.strip()]
+    except ValueError:
+        parser.error(f"--big-mb: not a list of numbers: {args.big_mb!r}")
+    if any(not 0 < size <= 100_000 for size in args.big_mb):
+        # a size of 0 would be "no target": that transcript would grow until the disk is full
+        parser.error("--big-mb: each size must be more than 0 and at most 100000 MB "
+                     "(give an empty list, --big-mb '', for no giant transcript)")
+    if args.sessions < 0:
+        parser.error("--sessions: must be 0 or more")
     return args
 
 
