@@ -9,7 +9,14 @@ import signal
 import sys
 
 from monitor import __version__
-from monitor.discovery import DiscoveryError, discover, require_something
+from monitor.discovery import (
+    DiscoveryError,
+    claude_projects_dir,
+    discover,
+    no_openclaw_note,
+    parse_sources,
+    require_something,
+)
 from monitor.display import json_dumps, printable
 from monitor.redaction import redact_record
 
@@ -36,6 +43,15 @@ GLOBAL_OPTIONS: dict[str, tuple[str, dict]] = {
         "read the gateway log from the systemd journal of UNIT (journalctl -o json -u UNIT; "
         "watch follows it)")}),
     "gateway": ("--gateway", {"help": "gateway URL, ws://HOST:PORT"}),
+    "claude_dir": ("--claude-dir", {"metavar": "DIR", "action": "append", "help": (
+        "Claude Code projects dir, or a config dir holding projects/ (repeatable; default: "
+        "$CLAUDE_CONFIG_DIR, ~/.config/claude/projects and ~/.claude/projects)")}),
+    "codex_dir": ("--codex-dir", {"metavar": "DIR", "action": "append", "help": (
+        "Codex CLI sessions dir (repeatable; default: $CODEX_HOME/sessions, "
+        "~/.codex/sessions)")}),
+    "source": ("--source", {"metavar": "LIST", "help": (
+        "what to watch, comma-separated: openclaw,claude-code,codex (default: every source "
+        "found)")}),
     "config": ("--config", {"help": "clawwatch config file"}),
     "theme": ("--theme", {"help": "dashboard theme name"}),
     "act": ("--act", {"choices": ("off", "dry-run", "auto"),
@@ -44,7 +60,8 @@ GLOBAL_OPTIONS: dict[str, tuple[str, dict]] = {
         "serve Prometheus/OpenMetrics at http://HOST:PORT/metrics (default: metrics.listen "
         "in the config; keep it on loopback, e.g. 127.0.0.1:9464)")}),
 }
-DISCOVERY = ("state_dir", "profile", "log", "gateway", "config")
+DISCOVERY = ("state_dir", "profile", "log", "gateway", "config", "claude_dir", "codex_dir",
+             "source")
 #: The global options each sub-command uses (None: the dashboard, which uses them all).
 USES: dict[str | None, tuple[str, ...]] = {
     None: tuple(GLOBAL_OPTIONS),
@@ -171,11 +188,36 @@ def _start_metrics(args, config, monitor):
     return hub, server
 
 
+def _sources(args) -> frozenset[str]:
+    """``--source`` as a set (every source when not given)."""
+    try:
+        return parse_sources(getattr(args, "source", None))
+    except ValueError as exc:
+        raise SetupError(f"clawwatch: --source: {exc}") from None
+
+
 def _discover(args) -> object:
     log = None if _log_stream(args) else args.log
     found = discover(state_dir=args.state_dir, profile=args.profile, log=log,
-                     gateway=args.gateway)
+                     gateway=args.gateway, claude_dir=getattr(args, "claude_dir", None) or (),
+                     codex_dir=getattr(args, "codex_dir", None) or (), sources=_sources(args))
     return found
+
+
+def _explicit_cli_dirs(args) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ``--claude-dir`` / ``--codex-dir`` dirs as given (no discovery), those ``--source``
+    keeps."""
+    chosen = _sources(args)
+    claude = tuple(dict.fromkeys(claude_projects_dir(d) for d in args.claude_dir or ())) \
+        if "claude-code" in chosen else ()
+    codex = tuple(dict.fromkeys(os.path.abspath(os.path.expanduser(d))
+                                for d in args.codex_dir or ())) if "codex" in chosen else ()
+    return claude, codex
+
+
+def _note(message: str | None) -> None:
+    if message:
+        print(printable(message), file=sys.stderr, flush=True)
 
 
 def _log_stream(args) -> str | None:
@@ -246,20 +288,28 @@ def cmd_replay(args) -> int:
     stream = _log_stream(args)
     found = _discover(args) if (args.state_dir or not args.paths) else None
     state_dir = found.state_dir if found else None
+    # Claude Code / Codex dirs: discovered with the rest, or with PATHs only those given.
+    claude_dirs, codex_dirs = (tuple(found.claude_dirs), tuple(found.codex_dirs)) if found \
+        else _explicit_cli_dirs(args)
     if found is not None and not args.paths:
         if not state_dir or not os.path.isdir(state_dir):
-            if not (stream or args.log) or args.state_dir:
+            if not (stream or args.log or claude_dirs or codex_dirs) or args.state_dir:
                 raise SetupError(
-                    f"clawwatch replay: no OpenClaw state dir at {state_dir or '(none)'}; "
-                    "pass --state-dir DIR or PATHs to read")
-            state_dir = None        # the log alone
+                    f"clawwatch replay: no OpenClaw state dir at {state_dir or '(none)'}, "
+                    "nor a Claude Code or Codex dir; pass --state-dir DIR, --claude-dir DIR, "
+                    "--codex-dir DIR or PATHs to read")
+            if "openclaw" in _sources(args) and not (stream or args.log):
+                _note(no_openclaw_note(found, "reading"))
+            state_dir = None        # the log, Claude Code or Codex alone
     log_path = None if stream else args.log or (
         found.log_path if found and found.log_path and os.path.exists(found.log_path) else None)
     config = _load_config(args.config)
     what = ReplayInput(state_dir=state_dir, log_path=log_path, paths=tuple(args.paths),
-                       include_archives=args.archives, log_stream=stream)
+                       include_archives=args.archives, log_stream=stream,
+                       claude_dirs=claude_dirs, codex_dirs=codex_dirs)
     sources = _source_set(state_dir=state_dir, log_path=log_path, paths=what.paths,
-                          include_archives=args.archives, replay=True, log_stream=stream)
+                          include_archives=args.archives, replay=True, log_stream=stream,
+                          claude_dirs=claude_dirs, codex_dirs=codex_dirs)
     if not sources.sources and not state_dir:
         raise SetupError("clawwatch replay: nothing readable was given")
     document = redact_record(replay(what, config, DetectionEngine, args.jobs or default_jobs(),
@@ -302,15 +352,19 @@ def cmd_watch(args) -> int:
             require_something(found)
         except DiscoveryError as exc:
             raise SetupError(str(exc)) from None
+        if "openclaw" in _sources(args):
+            _note(no_openclaw_note(found))
     config = _load_config(args.config)
     store = None
     if not args.no_checkpoint:
         store = CheckpointStore(args.checkpoint or default_checkpoint_path(
-            found.state_dir, stream or found.log_path))
+            found.state_dir, stream or found.log_path, claude_dirs=found.claude_dirs,
+            codex_dirs=found.codex_dirs))
     resume = store.load() if store else None
     sources = _source_set(
         state_dir=found.state_dir, log_path=found.log_path, resume=resume, log_stream=stream,
-        from_start=args.from_start,
+        from_start=args.from_start, claude_dirs=tuple(found.claude_dirs),
+        codex_dirs=tuple(found.codex_dirs),
         rolling_log_dirs=tuple(found.log_dirs) if found.log_is_rolling and not stream else ())
     monitor = Monitor(sources, _engine(config),
                       detect_since=None if args.from_start else history_cutoff(config))
@@ -387,6 +441,8 @@ def cmd_dashboard(args) -> int:
             require_something(found)
         except DiscoveryError as exc:
             raise SetupError(str(exc)) from None
+        if "openclaw" in _sources(args):
+            _note(no_openclaw_note(found))
         options = _dashboard_actions(found, config, getattr(args, "act", None), args.gateway)
     hub, server = _start_metrics(args, config, None)
     try:

@@ -30,6 +30,23 @@ class Discovered:
     gateway_token: str | None = field(repr=False, default=None)
     tried: list[str] = field(default_factory=list)
     log_is_rolling: bool = False
+    #: Claude Code projects dirs and Codex sessions dirs to watch (issue 14).
+    claude_dirs: list[str] = field(default_factory=list)
+    codex_dirs: list[str] = field(default_factory=list)
+
+    @property
+    def has_openclaw(self) -> bool:
+        state_ok = bool(self.state_dir) and os.path.isdir(self.state_dir or "")
+        return state_ok or (bool(self.log_path) and os.path.exists(self.log_path or ""))
+
+    def cli_sources_text(self) -> str:
+        """What besides OpenClaw is watched ("Claude Code (DIR), Codex (DIR)"), "" for none."""
+        parts = []
+        if self.claude_dirs:
+            parts.append(f"Claude Code ({', '.join(self.claude_dirs)})")
+        if self.codex_dirs:
+            parts.append(f"Codex ({', '.join(self.codex_dirs)})")
+        return ", ".join(parts)
 
 
 def resolve_state_dir(explicit: str | None, profile: str | None, env, tried: list[str]
@@ -46,6 +63,63 @@ def resolve_state_dir(explicit: str | None, profile: str | None, env, tried: lis
     return candidate if os.path.isdir(candidate) else None
 
 
+SOURCES = ("openclaw", "claude-code", "codex")
+
+
+def parse_sources(text: str | None) -> frozenset[str]:
+    """``--source openclaw,claude-code,codex`` as a set (None: every source); ValueError
+    names an unknown one."""
+    if text is None:
+        return frozenset(SOURCES)
+    chosen = {part.strip() for part in text.split(",") if part.strip()}
+    unknown = sorted(chosen - set(SOURCES))
+    if unknown or not chosen:
+        raise ValueError(f"unknown source {', '.join(unknown) or '(none)'}: "
+                         f"choose from {','.join(SOURCES)}")
+    return frozenset(chosen)
+
+
+def _home(env) -> str:
+    return env.get("HOME") or os.path.expanduser("~")
+
+
+def claude_projects_dir(path: str) -> str:
+    """A Claude config dir (holding ``projects/``) as its projects dir; a projects dir as is."""
+    path = os.path.abspath(os.path.expanduser(path))
+    projects = os.path.join(path, "projects")
+    return projects if os.path.isdir(projects) else path
+
+
+def claude_dirs(env, tried: list[str]) -> list[str]:
+    """Claude Code projects dirs as ccusage finds them: every dir of ``$CLAUDE_CONFIG_DIR``
+    (comma-separated; a config dir holding ``projects/`` or the projects dir itself) and only
+    those when it is set; else ``$XDG_CONFIG_HOME/claude/projects`` (default
+    ``~/.config/claude/projects``) and ``~/.claude/projects``, each if it exists."""
+    found: list[str] = []
+    configured = env.get("CLAUDE_CONFIG_DIR")
+    if configured and configured.strip():
+        tried.append(f"$CLAUDE_CONFIG_DIR={configured}")
+        candidates = [claude_projects_dir(p.strip()) for p in configured.split(",")
+                      if p.strip()]
+    else:
+        xdg = env.get("XDG_CONFIG_HOME") or os.path.join(_home(env), ".config")
+        candidates = [os.path.join(xdg, "claude", "projects"),
+                      os.path.join(_home(env), ".claude", "projects")]
+        tried.extend(candidates)
+    for candidate in candidates:
+        if os.path.isdir(candidate) and candidate not in found:
+            found.append(candidate)
+    return found
+
+
+def codex_dirs(env, tried: list[str]) -> list[str]:
+    """``$CODEX_HOME/sessions`` (default ``~/.codex/sessions``) if it exists."""
+    home = env.get("CODEX_HOME") or os.path.join(_home(env), ".codex")
+    candidate = os.path.join(os.path.abspath(os.path.expanduser(home)), "sessions")
+    tried.append(candidate)
+    return [candidate] if os.path.isdir(candidate) else []
+
+
 def read_openclaw_config(state_dir: str | None, env, tried: list[str]
                          ) -> tuple[str | None, dict]:
     path = env.get("OPENCLAW_CONFIG_PATH") or (
@@ -59,6 +133,14 @@ def read_openclaw_config(state_dir: str | None, env, tried: list[str]
     except (OSError, ValueError):
         return path, {}
     return path, data if isinstance(data, dict) else {}
+
+
+def no_openclaw_note(found: Discovered, verb: str = "watching") -> str | None:
+    """"clawwatch: no OpenClaw found; watching Claude Code (DIR)" when only Claude Code or
+    Codex is there to watch, else None."""
+    if found.has_openclaw or not (found.claude_dirs or found.codex_dirs):
+        return None
+    return f"clawwatch: no OpenClaw found; {verb} {found.cli_sources_text()}"
 
 
 def default_log_dirs(env) -> list[str]:
@@ -86,9 +168,32 @@ def newest_log_in(dirs: list[str]) -> str | None:
 
 
 def discover(*, state_dir: str | None = None, profile: str | None = None,
-             log: str | None = None, gateway: str | None = None, env=None) -> Discovered:
+             log: str | None = None, gateway: str | None = None, env=None,
+             claude_dir: list[str] | tuple[str, ...] = (),
+             codex_dir: list[str] | tuple[str, ...] = (),
+             sources: frozenset[str] | None = None) -> Discovered:
+    """What to watch. ``claude_dir``/``codex_dir`` (``--claude-dir``/``--codex-dir``) replace
+    the discovered dirs of that tool; ``sources`` (``--source``) keeps only those tools."""
     env = os.environ if env is None else env
     tried: list[str] = []
+    sources = frozenset(SOURCES) if sources is None else sources
+    claude: list[str] = []
+    codex: list[str] = []
+    if "claude-code" in sources:
+        if claude_dir:
+            tried.extend(f"--claude-dir {d}" for d in claude_dir)
+            claude = list(dict.fromkeys(claude_projects_dir(d) for d in claude_dir))
+        else:
+            claude = claude_dirs(env, tried)
+    if "codex" in sources:
+        if codex_dir:
+            tried.extend(f"--codex-dir {d}" for d in codex_dir)
+            codex = list(dict.fromkeys(os.path.abspath(os.path.expanduser(d))
+                                       for d in codex_dir))
+        else:
+            codex = codex_dirs(env, tried)
+    if "openclaw" not in sources:
+        return Discovered(None, None, {}, None, [], None, None, tried, False, claude, codex)
     resolved_state = resolve_state_dir(state_dir, profile, env, tried)
     config_path, config = read_openclaw_config(resolved_state, env, tried)
     gateway_config = config.get("gateway") if isinstance(config.get("gateway"), dict) else {}
@@ -113,19 +218,21 @@ def discover(*, state_dir: str | None = None, profile: str | None = None,
     register_known_secret(token)  # masked in everything clawwatch outputs
     register_url_secrets(url)
     return Discovered(resolved_state, config_path, config, log_path, log_dirs, url, token, tried,
-                      rolling)
+                      rolling, claude, codex)
 
 
 def require_something(found: Discovered) -> None:
-    """Raise ``DiscoveryError`` when neither a state dir nor a log exists."""
-    state_ok = bool(found.state_dir) and os.path.isdir(found.state_dir or "")
-    log_ok = bool(found.log_path) and os.path.exists(found.log_path or "")
-    if state_ok or log_ok:
+    """Raise ``DiscoveryError`` when neither a state dir nor a log exists, nor a Claude Code
+    or Codex dir (those alone are watched: ``no_openclaw_note`` says so)."""
+    if found.has_openclaw:
         return
-    lines = ["clawwatch: no OpenClaw found to watch.", "Looked in:"]
+    if found.claude_dirs or found.codex_dirs:
+        return
+    lines = ["clawwatch: no OpenClaw found to watch (nor Claude Code or Codex).", "Looked in:"]
     lines += [f"  - {place}" for place in found.tried]
     lines += [
         "Point clawwatch at it with --state-dir DIR (or $OPENCLAW_STATE_DIR), --profile NAME,",
-        "and --log FILE for the gateway log; or try it without OpenClaw: clawwatch demo",
+        "and --log FILE for the gateway log; --claude-dir DIR / --codex-dir DIR for Claude Code",
+        "and Codex CLI transcripts; or try it without any of them: clawwatch demo",
     ]
     raise DiscoveryError("\n".join(lines))

@@ -34,6 +34,7 @@ class SessionInfo:
     output_tokens: int | None = None
     total_tokens: int | None = None
     origin: str = ""
+    source: str = "openclaw"    # "openclaw", "claude-code" or "codex"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +103,9 @@ class ToolCall:
     ts: float | None
     origin: str = ""
     has_arguments: bool = True
+    # The OpenClaw tool whose outcome rules apply ("exec", "read", "write", "web_fetch"...),
+    # for a Claude Code / Codex tool (``cli_tools.openclaw_tool``); None: ``name`` itself.
+    shape: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

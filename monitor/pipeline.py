@@ -84,6 +84,8 @@ class SessionState:
     index_tokens: tuple[int, int, int] | None = None
     #: A transcript event of this session was folded (not only its index entry).
     from_transcript: bool = False
+    #: Which tool wrote it: "openclaw", "claude-code" or "codex" (``SessionInfo.source``).
+    source: str = "openclaw"
 
     @property
     def tokens_from(self) -> str:
@@ -117,6 +119,7 @@ class SessionState:
             "key": self.key or self.session_id,
             "session_id": self.session_id,
             "agent_id": self.agent_id,
+            "source": self.source,
             "model": self.model,
             "status": self.status,
             "tool_calls": self.tool_calls,
@@ -219,6 +222,7 @@ class Monitor:
         if state.known_from or self._log_only_keys:
             self._adopt_log_only(state)
         state.agent_id = info.agent_id or state.agent_id
+        state.source = info.source or state.source
         state.model = info.model or state.model
         state.label = info.label or state.label
         if info.status and (is_current or state.status is None):

@@ -44,6 +44,8 @@ class ReplayInput:
     paths: tuple[str, ...] = ()
     include_archives: bool = False
     log_stream: str | None = None
+    claude_dirs: tuple[str, ...] = ()
+    codex_dirs: tuple[str, ...] = ()
 
 
 @dataclass
@@ -94,7 +96,8 @@ def replay(what: ReplayInput, config, engine_factory, jobs: int, *,
     if sources is None:
         sources = SourceSet(state_dir=what.state_dir, log_path=what.log_path,
                             paths=what.paths, include_archives=what.include_archives,
-                            replay=True, log_stream=what.log_stream)
+                            replay=True, log_stream=what.log_stream,
+                            claude_dirs=what.claude_dirs, codex_dirs=what.codex_dirs)
     try:
         return _replay(what, sources, config, engine_factory, jobs)
     finally:
@@ -168,7 +171,8 @@ def read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[st
     sources = SourceSet(state_dir=what.state_dir, paths=what.paths,
                         include_archives=what.include_archives, replay=True,
                         transcripts_only=True, only_sessions=sessions,
-                        count_shared_errors=counts_shared)
+                        count_shared_errors=counts_shared, claude_dirs=what.claude_dirs,
+                        codex_dirs=what.codex_dirs)
     try:
         monitor = Monitor(sources, engine_factory(config), runs_kept=REPLAY_RUNS_KEPT)
         monitor.quiet = True

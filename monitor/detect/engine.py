@@ -193,14 +193,17 @@ class DetectionEngine:
     def _on_call(self, state: SessionState, settings: Settings, event: ToolCall,
                  run_id: str | None) -> list[Finding]:
         state.call_index += 1
-        tool = normalize_tool_name(event.name)
+        # A Claude Code / Codex call is judged by the OpenClaw tool of its shape (``shape``);
+        # findings show the CLI's own tool name.
+        tool = normalize_tool_name(event.shape or event.name)
+        shown = event.name if event.shape else None
         params = tool_params(event.arguments, event.has_arguments)
         args_hash = hash_tool_call(tool, params)
         known_poll = is_known_poll(tool, params)
         if state.batch and state.batch_run != run_id:
             self._commit(state, None)
         call = PendingCall(tool, outcome_params(params), args_hash, event.call_id, run_id,
-                           state.call_index, known_poll)
+                           state.call_index, known_poll, shown)
         findings: list[Finding] = []
         if state.batch_blocked is None:
             history = state.scoped_history(run_id)
@@ -231,8 +234,11 @@ class DetectionEngine:
         gate = state.warning_buckets if verdict.level == "warning" else state.critical_buckets
         if not gate.passes(key, bucket):
             return None
+        message = verdict.message
+        if call.shown != call.tool:              # "Called exec ..." -> "Called Bash ..."
+            message = message.replace(f" {call.tool} ", f" {call.shown} ", 1)
         return Finding(state.key, state.session_id, verdict.detector, verdict.level,
-                       verdict.count, call.tool, call.index, verdict.message, key, ts)
+                       verdict.count, call.shown, call.index, message, key, ts)
 
     def _commit(self, state: SessionState, veto: ToolResult | LoopVeto | None) -> None:
         """Enter the pending batch into the history (see the module docstring)."""
@@ -323,8 +329,8 @@ class DetectionEngine:
             if level:
                 hits.append(Hit("session_no_progress", level, streak,
                                 f"{streak} consecutive tool calls added nothing new to the "
-                                f"session (any tool; last: {call.tool})",
-                                f"session_no_progress:{state.progress.episode}", call.tool))
+                                f"session (any tool; last: {call.shown})",
+                                f"session_no_progress:{state.progress.episode}", call.shown))
         if det.detectors.post_compaction_repeat:
             repeats = state.compaction.observe(combined)
             cfg = det.post_compaction_repeat
@@ -333,9 +339,9 @@ class DetectionEngine:
                 if level:
                     hits.append(Hit("post_compaction_repeat", level, repeats,
                                     f"{repeats} calls right after a compaction repeated earlier "
-                                    f"calls with the same outcome (last: {call.tool})",
+                                    f"calls with the same outcome (last: {call.shown})",
                                     f"post_compaction_repeat:{state.compaction.episode}",
-                                    call.tool))
+                                    call.shown))
         state.recent_call_keys.append(combined)
         return [f for hit in hits if (f := self._gate(state, hit, call.index, ts))]
 
@@ -350,7 +356,7 @@ class DetectionEngine:
             else f"critical {cfg.critical_tool_calls}"
         hit = Hit("iteration_budget", level, count, f"run made {count} tool calls "
                   f"(warning {cfg.warning_tool_calls}, {critical})",
-                  f"iteration_budget:{call.run_id or ''}", call.tool)
+                  f"iteration_budget:{call.run_id or ''}", call.shown)
         finding = self._gate(state, hit, call.index, ts)
         return [finding] if finding else []
 

@@ -42,11 +42,13 @@ class PendingCall:
     """
 
     __slots__ = ("args_hash", "call_id", "index", "known_poll", "params", "record", "run_id",
-                 "tool", "vetoed")
+                 "shown", "tool", "vetoed")
 
     def __init__(self, tool: str, params: Any, args_hash: str, call_id: str,
-                 run_id: str | None, index: int, known_poll: bool) -> None:
+                 run_id: str | None, index: int, known_poll: bool,
+                 shown: str | None = None) -> None:
         self.tool = tool
+        self.shown = shown or tool      # the name findings show (a CLI's own tool name)
         self.params = params
         self.args_hash = args_hash
         self.call_id = call_id

@@ -13,11 +13,17 @@ from monitor.sources.regular import open_regular_file
 CHECKPOINT_VERSION = 1
 
 
-def default_checkpoint_path(state_dir: str | None, log_path: str | None, env=None) -> str:
-    """A per-user file, one per watched (state dir, log) pair."""
+def default_checkpoint_path(state_dir: str | None, log_path: str | None, env=None, *,
+                            claude_dirs: tuple[str, ...] | list[str] = (),
+                            codex_dirs: tuple[str, ...] | list[str] = ()) -> str:
+    """A per-user file, one per watched (state dir, log, Claude Code dirs, Codex dirs); with
+    no Claude Code or Codex dir the name is the one earlier versions used."""
     env = os.environ if env is None else env
     base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    digest = hashlib.sha256(f"{state_dir}|{log_path}".encode()).hexdigest()[:16]
+    key = f"{state_dir}|{log_path}"
+    if claude_dirs or codex_dirs:
+        key += f"|claude={','.join(claude_dirs)}|codex={','.join(codex_dirs)}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return os.path.join(base, "clawwatch", "checkpoints", f"{digest}.json")
 
 

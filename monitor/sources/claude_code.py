@@ -242,7 +242,7 @@ class ClaudeCodeSource(JsonlTreeSource):
                            agent_id=self.agent_id, provider="anthropic",
                            label=(_text(entry.get("cwd")) or project)[:LABEL_CHARS],
                            updated_at=parse_timestamp(entry.get("timestamp")),
-                           origin=f"{path}#session")
+                           origin=f"{path}#session", source=SOURCE)
 
     def _run(self, context: _FileContext, entry: dict) -> str | None:
         if context.agent_run is None and entry.get("isSidechain") is True:

@@ -221,7 +221,7 @@ class CodexSource(JsonlTreeSource):
                            agent_id=self.agent_id, model=rollout.model,
                            provider=rollout.provider,
                            label=(rollout.cwd or "")[:LABEL_CHARS] or None, updated_at=ts,
-                           origin=f"{path}#session")
+                           origin=f"{path}#session", source=SOURCE)
 
     def _session_meta(self, rollout: _Rollout, payload: dict, stamp: str, ts: float | None,
                       origin: str) -> list:

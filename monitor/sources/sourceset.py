@@ -7,7 +7,10 @@ import time
 
 from monitor.discovery import newest_log_in
 from monitor.sources.base import Source
+from monitor.sources.claude_code import ClaudeCodeSource, is_claude_code_entry
+from monitor.sources.codex import CodexSource, is_codex_entry
 from monitor.sources.gateway_log import GatewayLogSource
+from monitor.sources.jsonl_tree import first_entry
 from monitor.sources.legacy import LegacySessionsSource
 from monitor.sources.sqlite_agent import SqliteAgentSource
 from monitor.sources.tail import FollowerState, complete_files
@@ -32,7 +35,9 @@ class SourceSet:
 
     ``state_dir`` may be an OpenClaw state dir, or any dir holding
     ``agents/<id>/...``; explicit ``paths`` add single files or dirs (an agent
-    DB, a sessions dir, a transcript, a gateway log).
+    DB, a sessions dir, a transcript, a gateway log; a ``.jsonl`` written by Claude Code or
+    Codex CLI is read as theirs). ``claude_dirs`` are Claude Code projects dirs,
+    ``codex_dirs`` Codex sessions dirs (issue 14).
     """
 
     def __init__(self, *, state_dir: str | None = None, log_path: str | None = None,
@@ -41,7 +46,8 @@ class SourceSet:
                  log_from_end: bool = False, rolling_log_dirs: tuple[str, ...] = (),
                  log_stream: str | None = None, from_start: bool = False,
                  transcripts_only: bool = False, only_sessions: frozenset[str] | None = None,
-                 count_shared_errors: bool = True) -> None:
+                 count_shared_errors: bool = True, claude_dirs: tuple[str, ...] = (),
+                 codex_dirs: tuple[str, ...] = ()) -> None:
         self.state_dir = state_dir
         #: A shard of a split replay: no gateway log, only ``only_sessions``' transcripts
         #: (None: all), and the errors no session owns counted only if
@@ -73,6 +79,10 @@ class SourceSet:
                                       resume=self._resume.pop(f"gateway-log:{log_stream}", None)))
         for path in paths:
             self._add_explicit(path)
+        for directory in claude_dirs:
+            self._add_cli_tree(ClaudeCodeSource, directory)
+        for directory in codex_dirs:
+            self._add_cli_tree(CodexSource, directory)
         self.rescan()
 
     # ---------------------------------------------------------------- building
@@ -101,6 +111,12 @@ class SourceSet:
                                            resume=self._resume_for("jsonl", sessions),
                                            include_archives=self.include_archives))
 
+    def _add_cli_tree(self, kind: type, directory: str) -> None:
+        """A Claude Code or Codex source of every transcript under ``directory``."""
+        directory = os.path.abspath(directory)
+        if f"jsonl:{directory}" not in self._known:
+            self._add(kind(directory, resume=self._resume_for("jsonl", directory)))
+
     def _add_explicit(self, path: str) -> None:
         path = os.path.abspath(path)
         agent_id = _agent_id_from_path(path)
@@ -115,6 +131,8 @@ class SourceSet:
                                                include_archives=self.include_archives))
         elif path.endswith(".sqlite"):
             self._add(SqliteAgentSource(path, agent_id, resume=self._resume_for("sqlite", path)))
+        elif path.endswith(".jsonl") and (cli := _cli_source_of(path)) is not None:
+            self._add(cli.for_file(path))
         elif ".jsonl" in os.path.basename(path):
             self._add(LegacySessionsSource(os.path.dirname(path), agent_id,
                                            include_archives=True, only_files={path}))
@@ -255,6 +273,19 @@ class SourceSet:
     def close(self) -> None:
         for source in self.sources:
             source.close()
+
+
+def _cli_source_of(path: str) -> type | None:
+    """``ClaudeCodeSource`` or ``CodexSource`` when the transcript ``path`` was written by
+    Claude Code or Codex CLI (told by its first JSON object), else None."""
+    entry = first_entry(path)
+    if entry is None:
+        return None
+    if is_codex_entry(entry):
+        return CodexSource
+    if is_claude_code_entry(entry):
+        return ClaudeCodeSource
+    return None
 
 
 def _agent_id_from_path(path: str) -> str:

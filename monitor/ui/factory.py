@@ -31,6 +31,9 @@ class DashboardOptions:
     config: str | None = None
     theme: str | None = None
     legacy: bool = False
+    claude_dir: list[str] | None = None     # --claude-dir, --codex-dir, --source (issue 14)
+    codex_dir: list[str] | None = None
+    source: str | None = None
 
 
 def options_from(args) -> DashboardOptions:
@@ -39,18 +42,21 @@ def options_from(args) -> DashboardOptions:
     return DashboardOptions(
         demo=getattr(args, "command", None) == "demo" or bool(getattr(args, "demo", False)),
         **{name: getattr(args, name, None) for name in
-           ("state_dir", "profile", "log", "gateway", "config", "theme")},
+           ("state_dir", "profile", "log", "gateway", "config", "theme", "claude_dir",
+            "codex_dir", "source")},
         legacy=bool(getattr(args, "legacy", False)))
 
 
-def _monitor_factory(state_dir: str | None, log_path: str | None, config: Config
+def _monitor_factory(state_dir: str | None, log_path: str | None, config: Config, *,
+                     claude_dirs: tuple[str, ...] = (), codex_dirs: tuple[str, ...] = ()
                      ) -> Callable[[], object]:
     def make():
         from monitor.detect.engine import DetectionEngine
         from monitor.pipeline import Monitor, history_cutoff
         from monitor.sources.sourceset import SourceSet
 
-        return Monitor(SourceSet(state_dir=state_dir, log_path=log_path),
+        return Monitor(SourceSet(state_dir=state_dir, log_path=log_path,
+                                 claude_dirs=claude_dirs, codex_dirs=codex_dirs),
                        DetectionEngine(config), detect_since=history_cutoff(config))
 
     return make
@@ -100,14 +106,17 @@ def build_app(args_or_options, *, config: Config | None = None,
     config = config if config is not None else load_config(options.config)
     controller = controller if controller is not None else DryRunController()
     theme = _theme(options, config)
-    from monitor.discovery import discover, require_something
+    from monitor.discovery import discover, parse_sources, require_something
 
     found = discover(state_dir=options.state_dir, profile=options.profile, log=options.log,
-                     gateway=options.gateway)
+                     gateway=options.gateway, claude_dir=options.claude_dir or (),
+                     codex_dir=options.codex_dir or (), sources=parse_sources(options.source))
     require_something(found)
     expected = [("state dir", found.state_dir, STATE_HINT), ("gateway log", found.log_path,
                                                                LOG_HINT)]
     return ClawwatchApp(
-        _monitor_factory(found.state_dir, found.log_path, config), controller, config,
-        theme=theme, clock=clock, poll_seconds=poll_seconds,
-        sub_title=found.state_dir or found.log_path or "", expected=expected, **app_options)
+        _monitor_factory(found.state_dir, found.log_path, config,
+                         claude_dirs=tuple(found.claude_dirs), codex_dirs=tuple(found.codex_dirs)),
+        controller, config, theme=theme, clock=clock, poll_seconds=poll_seconds,
+        sub_title=found.state_dir or found.log_path or found.cli_sources_text(),
+        expected=expected, **app_options)
