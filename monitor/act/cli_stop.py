@@ -7,6 +7,12 @@ done, 2 on bad setup (no gateway URL, unreadable config, no ``openclaw`` CLI for
 The attempt and its result go to the audit log. Exec shells whose evidence names this
 session and another are never killed: the detail says so, and the ``action`` record and
 the audit entry list them under ``ambiguous`` (pid, create_time, command, reasons).
+
+Claude Code and Codex keys (``claude-code:<id>``, ``codex:<id>``) need no gateway: the
+session's CLI process is found and signalled (``monitor.act.cli_controller``): stop is
+SIGINT, ``--kill`` ends its tool process groups, then SIGINT. The transcript is looked for
+under ``--claude-dir`` / ``--codex-dir`` when given, else the default dirs. When the
+evidence does not name one process, nothing is signalled and the exit code is 1.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import sys
 
 from monitor.act.audit import AuditLog, now_iso
+from monitor.act.cli_controller import CliAgentController, split_key
 from monitor.act.controller import GatewayActionController
 from monitor.config import ConfigError, load_config
 from monitor.discovery import discover
@@ -45,16 +52,22 @@ def stop_main(args, *, out=None, err=None, env=None) -> int:
         print(printable(f"clawwatch stop: unknown --method {method!r} ({', '.join(METHODS)})"),
               file=err)
         return 2
-    found = discover(state_dir=getattr(args, "state_dir", None),
-                     profile=getattr(args, "profile", None), log=getattr(args, "log", None),
-                     gateway=getattr(args, "gateway", None), env=env)
-    timeout = getattr(args, "timeout", None)
-    controller = GatewayActionController(found, config, env=env, rpc_timeout=timeout,
-                                         url=getattr(args, "gateway", None))
-    problem = _setup_problem(controller, method, found)
-    if problem:
-        print(printable(redact_text(f"clawwatch stop: {problem}")), file=err)
-        return 2
+    cli_key = split_key(key)
+    if cli_key is not None:
+        controller = CliAgentController(claude_dirs=getattr(args, "claude_dir", None),
+                                        codex_dirs=getattr(args, "codex_dir", None),
+                                        config=config, env=env)
+    else:
+        found = discover(state_dir=getattr(args, "state_dir", None),
+                         profile=getattr(args, "profile", None), log=getattr(args, "log", None),
+                         gateway=getattr(args, "gateway", None), env=env)
+        timeout = getattr(args, "timeout", None)
+        controller = GatewayActionController(found, config, env=env, rpc_timeout=timeout,
+                                             url=getattr(args, "gateway", None))
+        problem = _setup_problem(controller, method, found)
+        if problem:
+            print(printable(redact_text(f"clawwatch stop: {problem}")), file=err)
+            return 2
     audit = AuditLog(config.actions.audit_log, env=env)
     action = "kill" if getattr(args, "kill", False) else method
     base = {"key": key, "action": action, "mode": "manual", "trigger": None}
@@ -74,7 +87,8 @@ def stop_main(args, *, out=None, err=None, env=None) -> int:
     if as_json:
         out.write(json_dumps(record) + "\n")   # DEL, C1, bidi escaped (display.py)
         if not result.ok:
-            out.write(json_dumps({"type": "error", "ts": record["ts"], "source": "gateway",
+            out.write(json_dumps({"type": "error", "ts": record["ts"],
+                                  "source": "processes" if cli_key else "gateway",
                                   "message": redact_text(f"stop {key}: {result.detail}")})
                       + "\n")
     else:

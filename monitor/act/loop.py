@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from monitor.act.audit import AuditedController, AuditLog, now_iso
+from monitor.act.cli_controller import is_cli_key, routed
 from monitor.act.controller import GatewayActionController
 from monitor.act.hung import HungProcessWatcher
 from monitor.act.policy import ActionPolicy
@@ -44,7 +45,8 @@ class ActionLoop:
                               "session_id": finding.session_id, **finding.as_json()})
         acted = self.policy.handle(records + extra)
         extra += acted
-        extra += [_error("gateway", f"{record['action']} {record['key']}: {record['detail']}")
+        extra += [_error("processes" if is_cli_key(str(record.get("key"))) else "gateway",
+                         f"{record['action']} {record['key']}: {record['detail']}")
                   for record in acted if not record.get("ok") and not record.get("dry_run")]
         if self.notifier is not None:
             extra += [_error("webhook", message) for message in self.notifier.drain_errors()]
@@ -87,8 +89,11 @@ def build_action_loop(monitor, discovered, config, *, mode: str | None = None,
     ``actions.mode``; ``gateway_url`` is ``--gateway``). The gateway connection is opened
     at once and kept open on a background thread (when a gateway is configured), so run
     ends and exec output are tracked as they happen and the first stop does not pay for
-    the handshake."""
-    controller = controller or GatewayActionController(discovered, config, url=gateway_url)
+    the handshake. ``claude-code:``/``codex:`` keys go to the CLI process path
+    (``monitor.act.cli_controller``), every other key to the gateway controller."""
+    controller = routed(controller or GatewayActionController(discovered, config,
+                                                              url=gateway_url),
+                        config, discovered=discovered)
     audit = AuditLog(config.actions.audit_log)
     notifier = WebhookNotifier(config.alerts.webhooks, audit=audit) \
         if config.alerts.webhooks else None
@@ -111,7 +116,9 @@ def dashboard_action_hooks(gateway_controller, discovered, config, *, mode: str 
                            gateway_url: str | None = None) -> dict:
     """What the dashboard needs to act: ``controller`` (audited, for the s/K keys),
     ``after_step`` (the action loop, built at the first step, run after each) and
-    ``on_close`` (closes the loop, or the controller when no step ran)."""
+    ``on_close`` (closes the loop, or the controller when no step ran). Claude Code and
+    Codex keys go to the CLI process path (``monitor.act.cli_controller.routed``)."""
+    gateway_controller = routed(gateway_controller, config, discovered=discovered)
     state: dict = {}
 
     def after_step(monitor, records: list[dict]) -> list[dict]:

@@ -15,6 +15,14 @@ when they are missing.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
 import psutil
 import pytest
 
@@ -120,3 +128,89 @@ def test_killing_the_tools_leaves_the_client_looping_then_kill_ends_it(looping):
     assert sig.wait_exit(target, 10)
     assert not any(_alive(pid) for pid in members)
     assert client.lab_processes() == [], "something of the run outlived it"
+
+
+# ------------------------------------------------------- clawwatch watch --act auto stops it
+
+WATCH_FLAG = {"claude-code": "--claude-dir", "codex": "--codex-dir"}
+
+
+def _watch_accepts(flag: str) -> bool:
+    done = subprocess.run([sys.executable, "-m", "monitor", "watch", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    return flag in done.stdout
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_watch_act_auto_stops_a_real_looping_client(source, tmp_path):
+    """``clawwatch watch --headless --json --act auto --claude-dir …`` beside a real client
+    looping on ``ls``: the loop goes critical, clawwatch stops the client (SIGINT through
+    ``monitor.act.cli_controller``), the run exits and nothing of it is left."""
+    reason = missing_install(source)
+    if reason:
+        pytest.skip(reason)
+    flag = WATCH_FLAG[source]
+    if not _watch_accepts(flag):
+        pytest.skip(f"clawwatch watch does not accept {flag} yet")
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    project = lab / "project"
+    audit = tmp_path / "audit.jsonl"
+    config = tmp_path / "clawwatch.yaml"
+    config.write_text("actions:\n  mode: auto\n  on_critical: stop\n"
+                      f"  audit_log: {audit}\n")
+    with ScriptedModel(lab, "--command", f"ls {project}", "--delay", "0.05") as model:
+        client = RealClient(source, lab, model)
+        sessions = client.config / ("projects" if source == "claude-code" else "sessions")
+        sessions.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "HOME": str(tmp_path / "user"),
+               "XDG_STATE_HOME": str(tmp_path / "state"),
+               "XDG_CONFIG_HOME": str(tmp_path / "config")}
+        repo = Path(__file__).resolve().parents[2]
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--act", "auto",
+             "--config", str(config), "--source", source, flag, str(sessions),
+             "--seconds", "150"],
+            cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)
+        records: list[dict] = []
+
+        def read() -> None:
+            for line in watch.stdout:
+                try:
+                    records.append(json.loads(line))
+                except ValueError:
+                    continue
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            time.sleep(2.0)         # let the watcher start before the first entry
+            client.start()
+            action = wait_for(lambda: next((r for r in records if r.get("type") == "action"
+                                            and str(r.get("key")).startswith(source + ":")),
+                                           None),
+                              f"clawwatch to act on the {source} loop", LOOP_TIMEOUT)
+            assert action["ok"] is True, action
+            assert f"sent SIGINT to the {source} CLI (pid {client.proc.pid})" \
+                in action["detail"], action
+            transcript = client.transcript()
+            assert action["key"] == f"{source}:{client.session_id(transcript)}"
+            wait_for(lambda: client.proc.poll() is not None, f"{source} to exit", 30)
+            wait_for(lambda: client.lab_processes() == [], "the run's processes to end", 15)
+        finally:
+            watch.terminate()
+            try:
+                watch.wait(15)
+            except subprocess.TimeoutExpired:
+                watch.kill()
+                watch.wait(5)
+            stderr = watch.stderr.read()
+            client.close()
+        findings = [r for r in records if r.get("type") == "finding"
+                    and r.get("level") == "critical"]
+        assert findings, f"no critical finding; stderr:\n{stderr[-3000:]}"
+        results = [json.loads(line) for line in audit.read_text().splitlines()
+                   if '"result"' in line]
+        assert [(e["key"], e["ok"], e["mode"]) for e in results] == [
+            (action["key"], True, "auto")], results

@@ -1,0 +1,305 @@
+"""Actions on ``claude-code:<id>`` / ``codex:<id>`` keys: routed to the CLI process path.
+
+The processes are the real fake CLIs of tests/test_cli_agents_process.py (native ``claude`` /
+``codex`` executables with a looping tool in its own process group, marked with the
+session id); their transcripts live under ``<tmp>/home/<source>/projects`` (Claude Code) and
+``<tmp>/home/codex/sessions`` (Codex), which the controller is given as its source dirs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from test_cli_agents_process import LOOP_TOOL, Fake, FakeClis, alive, group_pids, wait_for
+
+from monitor.act.api import ActionResult
+from monitor.act.audit import AuditedController, AuditLog
+from monitor.act.cli_controller import (
+    CliAgentController,
+    RoutingController,
+    default_claude_dirs,
+    default_codex_dirs,
+    is_cli_key,
+    locate_transcript,
+    routed,
+)
+
+pytestmark = pytest.mark.timeout(60)
+REPO = Path(__file__).resolve().parents[1]
+SECRET = "sk-ant-api03-" + "q" * 40
+
+
+@pytest.fixture
+def clis(tmp_path):
+    factory = FakeClis(tmp_path)
+    yield factory
+    factory.close()
+
+
+def untouched(fake: Fake) -> bool:
+    """No signal reached the CLI, and it and its tool group still run (the group's ``sleep``
+    is a new process every second, so the group is checked, not the pids first seen)."""
+    return (fake.received() == [] and alive(fake.pid) and alive(fake.tool)
+            and len(group_pids(fake.tool)) >= 1)
+
+
+def tools_gone(fake: Fake) -> bool:
+    return not group_pids(fake.tool) and not any(alive(pid) for pid in fake.tool_members)
+
+
+def controller(root: Path, **options) -> CliAgentController:
+    return CliAgentController(claude_dirs=[str(root / "home/claude-code/projects")],
+                              codex_dirs=[str(root / "home/codex/sessions")],
+                              confirm_seconds=0.3, kill_grace=2.0, **options)
+
+
+def with_cwd(fake):
+    """Write the session's cwd into its transcript, as the real CLIs do (Claude Code: each
+    entry's ``cwd``; Codex: ``session_meta.payload.cwd``); the fakes write none."""
+    line = {"type": "session_meta", "payload": {"cwd": fake.session.cwd}} \
+        if fake.session.source == "codex" else {"type": "user", "cwd": fake.session.cwd}
+    with open(fake.session.transcript, "a") as handle:
+        handle.write(json.dumps(line) + "\n")
+    return fake
+
+
+class Recorder:
+    """A stand-in for the gateway controller that records what reached it."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.closed = False
+
+    def stop(self, key, *, method="abort", trigger=None):
+        self.calls.append(("stop", key))
+        return ActionResult(key, method, True, "gateway stop", trigger)
+
+    def kill(self, key, *, trigger=None, **options):
+        self.calls.append(("kill", key))
+        return ActionResult(key, "kill", True, "gateway kill", trigger)
+
+    def kill_candidates(self, key):
+        self.calls.append(("kill_candidates", key))
+        return []
+
+    def gateway_process(self):
+        return "the gateway"
+
+    def close(self):
+        self.closed = True
+
+
+# ------------------------------------------------------------------------------ routing
+
+def test_openclaw_keys_go_to_the_gateway_and_cli_keys_to_the_process_path(tmp_path):
+    gateway, cli = Recorder(), Recorder()
+    router = RoutingController(gateway, cli)
+    for key in ("agent:main:main", "agent:main:telegram:dm:1", "claude-code", "codex:",
+                "claude-codex:x"):
+        router.stop(key)
+        router.kill(key)
+        router.kill_candidates(key)
+    assert cli.calls == []
+    assert len(gateway.calls) == 15
+    sid = str(uuid.uuid4())
+    router.stop(f"claude-code:{sid}", method="abort", trigger="generic_repeat")
+    router.kill(f"codex:{sid}", trigger="generic_repeat")
+    router.kill_candidates(f"codex:{sid}")
+    assert cli.calls == [("stop", f"claude-code:{sid}"), ("kill", f"codex:{sid}"),
+                         ("kill_candidates", f"codex:{sid}")]
+    assert len(gateway.calls) == 15
+    assert router.gateway_process() == "the gateway", "other attributes are the gateway's"
+    router.close()
+    assert gateway.closed and cli.closed
+    assert is_cli_key(f"codex:{sid}") and not is_cli_key("agent:main:main")
+
+
+def test_routed_wraps_once_and_takes_the_discovered_dirs(tmp_path):
+    class Found:
+        def __init__(self) -> None:
+            self.claude_dirs = [str(tmp_path / "c")]
+            self.codex_dirs = [str(tmp_path / "x")]
+
+    router = routed(Recorder(), discovered=Found())
+    assert isinstance(router, RoutingController)
+    assert routed(router) is router
+    assert router.cli.claude_dirs == [str(tmp_path / "c")]
+    assert router.cli.codex_dirs == [str(tmp_path / "x")]
+
+
+def test_default_dirs_follow_the_environment(tmp_path):
+    env = {"HOME": str(tmp_path)}
+    assert default_claude_dirs(env) == [str(tmp_path / ".claude/projects"),
+                                        str(tmp_path / ".config/claude/projects")]
+    assert default_codex_dirs(env) == [str(tmp_path / ".codex/sessions")]
+    env = {"HOME": "/nowhere", "CLAUDE_CONFIG_DIR": f"{tmp_path}/a,{tmp_path}/b",
+           "CODEX_HOME": str(tmp_path / "cx")}
+    assert default_claude_dirs(env) == [str(tmp_path / "a/projects"),
+                                        str(tmp_path / "b/projects")]
+    assert default_codex_dirs(env) == [str(tmp_path / "cx/sessions")]
+
+
+def test_the_transcript_is_located_once_or_refused(tmp_path):
+    sid = str(uuid.uuid4())
+    projects = tmp_path / "projects"
+    (projects / "-p1").mkdir(parents=True)
+    (projects / "-p1" / f"{sid}.jsonl").write_text("{}\n")
+    path, _ = locate_transcript("claude-code", sid, [str(projects)])
+    assert path == os.path.realpath(projects / "-p1" / f"{sid}.jsonl")
+    assert locate_transcript("claude-code", sid, [str(tmp_path)])[0] == path, "a config dir"
+    (projects / "-p2").mkdir()
+    (projects / "-p2" / f"{sid}.jsonl").write_text("{}\n")
+    path, why = locate_transcript("claude-code", sid, [str(projects)])
+    assert path is None and why.startswith("ambiguous: 2 transcripts")
+    for bad in ("*", "../x", "a/b", ".."):
+        assert locate_transcript("claude-code", bad, [str(projects)])[0] is None
+    rollout = tmp_path / "sessions/2026/12/01" / f"rollout-2026-12-01T00-00-00-{sid}.jsonl"
+    rollout.parent.mkdir(parents=True)
+    rollout.write_text("{}\n")
+    assert locate_transcript("codex", sid, [str(tmp_path / "sessions")])[0] == str(rollout)
+    assert "no transcript" in locate_transcript("codex", str(uuid.uuid4()),
+                                                [str(tmp_path / "sessions")])[1]
+
+
+# ----------------------------------------------------------------------- stop and kill
+
+def test_stop_sends_sigint_to_the_right_cli_and_is_audited(clis, tmp_path):
+    target = with_cwd(clis.start("claude-code"))
+    other = with_cwd(clis.start("claude-code", cwd="projB"))
+    codex = with_cwd(clis.start("codex", hold=True, args=("exec", "loop")))
+    audit = AuditLog(str(tmp_path / "audit.jsonl"))
+    audited = AuditedController(routed(Recorder(), claude_dirs=controller(tmp_path).claude_dirs,
+                                       codex_dirs=controller(tmp_path).codex_dirs), audit)
+    key = f"claude-code:{target.session.session_id}"
+    result = audited.stop(key, trigger="generic_repeat")
+    assert result.ok, result.detail
+    assert result.pids == (target.pid,)
+    assert "sent SIGINT" in result.detail and "environment names session" in result.detail
+    wait_for(lambda: target.received() == ["SIGINT"], "SIGINT")
+    assert alive(target.tool), "stop leaves the tools to the CLI"
+    assert untouched(other) and untouched(codex)
+    attempt, done = audit.read()
+    assert attempt["event"] == "attempt" and attempt["key"] == key
+    assert done["event"] == "result" and done["ok"] is True and done["pids"] == [target.pid]
+    assert done["trigger"] == "generic_repeat" and done["action"] == "abort"
+
+
+def test_stop_a_codex_exec_run_that_exits(clis, tmp_path):
+    fake = with_cwd(clis.start("codex", hold=True, args=("exec", "loop"), exit_on_sigint=True))
+    result = controller(tmp_path).stop(f"codex:{fake.session.session_id}")
+    assert result.ok and result.pids == (fake.pid,), result.detail
+    assert "it exited" in result.detail
+    assert fake.received() == ["SIGINT"]
+
+
+def test_kill_ends_the_tool_groups_interrupts_the_cli_and_leaves_a_lookalike(clis, tmp_path):
+    target = with_cwd(clis.start("claude-code",
+                                 tool=f"export ANTHROPIC_API_KEY={SECRET}; {LOOP_TOOL}"))
+    other = with_cwd(clis.start("claude-code", cwd="projB"))
+    audit = AuditLog(str(tmp_path / "audit.jsonl"))
+    ctl = controller(tmp_path)
+    key = f"claude-code:{target.session.session_id}"
+    (candidate,) = ctl.kill_candidates(key)
+    assert candidate.pid == target.tool and candidate.session_key == key
+    result = AuditedController(ctl, audit).kill(key, trigger="generic_repeat")
+    assert result.ok, result.detail
+    assert "1 tool group(s) killed" in result.detail
+    assert tools_gone(target)
+    assert target.tool in result.pids
+    wait_for(lambda: target.received() == ["SIGINT"], "the CLI to be interrupted")
+    assert alive(target.pid), "without include_cli the CLI is interrupted, not killed"
+    assert untouched(other)
+    text = Path(audit.path).read_text()
+    assert SECRET not in text and SECRET not in result.detail
+    assert json.loads(text.splitlines()[-1])["ok"] is True
+
+    again = with_cwd(clis.start("claude-code", cwd="projC"))
+    result = ctl.kill(f"claude-code:{again.session.session_id}", include_cli=True)
+    assert result.ok, result.detail
+    assert "ended the claude-code CLI" in result.detail
+    wait_for(lambda: not alive(again.pid), "the CLI to end")
+    assert again.received() == ["SIGTERM"]
+    assert tools_gone(again)
+    assert untouched(other)
+
+
+def test_ambiguous_evidence_refuses_and_touches_nothing(clis, tmp_path):
+    first = with_cwd(clis.start("claude-code", mark=False))
+    second = with_cwd(clis.start("claude-code", mark=False))
+    ctl = controller(tmp_path)
+    key = f"claude-code:{first.session.session_id}"
+    for result in (ctl.stop(key), ctl.kill(key), ctl.kill(key, include_cli=True)):
+        assert not result.ok and result.pids == ()
+        assert result.detail.startswith("refused: ambiguous") and "nothing was signalled" \
+            in result.detail
+        assert {info.pid for info in result.ambiguous} == {first.pid, second.pid}
+        assert all(info.ambiguous and info.session_key is None for info in result.ambiguous)
+    assert {info.pid for info in ctl.kill_candidates(key)} == {first.pid, second.pid}
+    missing = ctl.stop(f"claude-code:{uuid.uuid4()}")
+    assert not missing.ok and "no transcript" in missing.detail
+    assert untouched(first) and untouched(second)
+
+
+def test_a_transcript_found_twice_is_refused(clis, tmp_path):
+    fake = with_cwd(clis.start("claude-code"))
+    copy = tmp_path / "home/claude-code/projects/-elsewhere" / Path(
+        fake.session.transcript).name
+    copy.parent.mkdir(parents=True)
+    copy.write_text(Path(fake.session.transcript).read_text())
+    result = controller(tmp_path).stop(f"claude-code:{fake.session.session_id}")
+    assert not result.ok and "ambiguous: 2 transcripts" in result.detail
+    assert untouched(fake)
+
+
+# ------------------------------------------------------------------------ clawwatch stop
+
+def _clawwatch_stop(tmp_path: Path, fake_home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(fake_home / "claude-code"),
+           "CODEX_HOME": str(fake_home / "codex"), "HOME": str(tmp_path / "user"),
+           "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    env.pop("OPENCLAW_GATEWAY_URL", None)
+    return subprocess.run([sys.executable, "-m", "monitor", "stop", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_clawwatch_stop_claude_code_key_as_a_subprocess(clis: FakeClis, tmp_path):
+    target = with_cwd(clis.start("claude-code", exit_on_sigint=True))
+    other = with_cwd(clis.start("claude-code", cwd="projB"))
+    key = f"claude-code:{target.session.session_id}"
+    done = _clawwatch_stop(tmp_path, tmp_path / "home", key)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"clawwatch stop {key}: done: sent SIGINT")
+    assert target.received() == ["SIGINT"]
+    assert untouched(other)
+    audit = [json.loads(line) for line in
+             (tmp_path / "state/clawwatch/audit.jsonl").read_text().splitlines()]
+    assert [(entry["event"], entry["key"]) for entry in audit] == [("attempt", key),
+                                                                  ("result", key)]
+    assert audit[-1]["ok"] is True and audit[-1]["pids"] == [target.pid]
+
+    killed = with_cwd(clis.start("codex", cwd="projC", hold=True, args=("exec", "loop")))
+    done = _clawwatch_stop(tmp_path, tmp_path / "home",
+                           f"codex:{killed.session.session_id}", "--kill", "--json")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout.splitlines()[0])
+    assert record["type"] == "action" and record["action"] == "kill" and record["ok"]
+    assert tools_gone(killed)
+    wait_for(lambda: killed.received() == ["SIGINT"], "SIGINT after the tools")
+    assert untouched(other)
+
+
+def test_clawwatch_stop_refuses_ambiguous_evidence_with_exit_1(clis: FakeClis, tmp_path):
+    first = with_cwd(clis.start("claude-code", mark=False))
+    second = with_cwd(clis.start("claude-code", mark=False))
+    done = _clawwatch_stop(tmp_path, tmp_path / "home",
+                           f"claude-code:{first.session.session_id}")
+    assert done.returncode == 1
+    assert "FAILED: refused: ambiguous" in done.stderr
+    assert untouched(first) and untouched(second)
