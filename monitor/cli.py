@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--jobs", type=int, metavar="N",
                         help="worker processes reading sessions in parallel (default: every "
                              "core); the document is the same for any N")
+    replay.add_argument("--no-cache", action="store_true",
+                        help="read every session again instead of taking unchanged ones "
+                             "from the replay cache (~/.cache/clawwatch/replay)")
 
     watch = commands.add_parser("watch", help="follow live and print findings")
     _add_global_options(watch, USES["watch"])
@@ -279,6 +282,7 @@ def _human_text(record: dict) -> str:
 def cmd_replay(args) -> int:
     from monitor.detect.engine import DetectionEngine
     from monitor.replay import ReplayInput, default_jobs, replay
+    from monitor.replay_cache import cache_dir
 
     for path in args.paths:
         if not os.path.exists(path):
@@ -313,7 +317,8 @@ def cmd_replay(args) -> int:
     if not sources.sources and not state_dir:
         raise SetupError("clawwatch replay: nothing readable was given")
     document = redact_record(replay(what, config, DetectionEngine, args.jobs or default_jobs(),
-                                    sources=sources))
+                                    sources=sources, cache=cache_dir(),
+                                    read_cache=not args.no_cache))
     if args.json:
         sys.stdout.write(json_dumps(document) + "\n")
     else:
@@ -405,7 +410,8 @@ def cmd_demo(args) -> int:
     actions = sources = server = None
     try:
         config = _load_config(args.config, env=world.config_env())
-        sources = SourceSet(state_dir=str(world.state_dir), log_path=str(world.log_path))
+        sources = SourceSet(state_dir=str(world.state_dir), log_path=str(world.log_path),
+                            claude_dirs=world.claude_dirs)
         monitor = Monitor(sources, _engine(config))
         hub, server = _start_metrics(args, config, monitor)
         printer = functools.partial(_emit, as_json=args.json)

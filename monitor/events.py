@@ -195,6 +195,8 @@ class SourceError:
     path: str
     where: str
     message: str
+    #: Not any one session's error (the index's, the database's): see ``Source.error``.
+    shared: bool = False
 
 
 @dataclass(frozen=True, slots=True)

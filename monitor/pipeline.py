@@ -37,10 +37,10 @@ FINDINGS_KEPT = 50
 RUNS_KEPT = 4096
 
 
-def history_cutoff(config) -> float | None:
-    """``Monitor.detect_since`` for a live monitor: now less ``history.active_within``."""
+def history_cutoff(config, now: float | None = None) -> float | None:
+    """``Monitor.detect_since`` for a live monitor: ``now`` less ``history.active_within``."""
     within = config.history.active_within
-    return None if within is None else time.time() - within
+    return None if within is None else (time.time() if now is None else now) - within
 
 
 def iso(ts: float | None) -> str:

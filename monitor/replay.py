@@ -21,9 +21,13 @@ import multiprocessing
 import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
+from pathlib import Path
 
+from monitor import replay_cache
+from monitor.events import SessionInfo
 from monitor.pipeline import Monitor, SessionState
+from monitor.replay_tally import UnitTally
 from monitor.sources.base import ERROR_SAMPLES_KEPT, sample_order
 from monitor.sources.sourceset import SourceSet, source_id
 
@@ -57,6 +61,9 @@ class ShardResult:
     runs: list[tuple[str, str]] = field(default_factory=list)
     summaries: dict[str, dict] = field(default_factory=dict)
     internal_errors: int = 0
+    #: ``session_id -> source_id -> [events, errors, samples]``: what each session's
+    #: transcripts gave, for the cache; None when some count could not be placed.
+    units: dict[str, dict[str, list]] | None = None
 
 
 def default_jobs() -> int:
@@ -89,35 +96,55 @@ def spans_sessions(config) -> bool:
 
 
 def replay(what: ReplayInput, config, engine_factory, jobs: int, *,
-           sources: SourceSet | None = None) -> dict:
+           sources: SourceSet | None = None, cache: Path | None = None,
+           read_cache: bool = True) -> dict:
     """The replay document of shared/CONTRACT.md for ``what``, read with up to ``jobs``
     worker processes. ``sources`` is ``SourceSet(**what…, replay=True)`` when the caller
-    has built it already (to report setup errors itself); it is closed here."""
+    has built it already (to report setup errors itself); it is closed here. ``cache``: the
+    dir of the replay cache (None: none); with ``read_cache`` False it is written, not read."""
     if sources is None:
         sources = SourceSet(state_dir=what.state_dir, log_path=what.log_path,
                             paths=what.paths, include_archives=what.include_archives,
                             replay=True, log_stream=what.log_stream,
                             claude_dirs=what.claude_dirs, codex_dirs=what.codex_dirs)
     try:
-        return _replay(what, sources, config, engine_factory, jobs)
+        return _replay(what, sources, config, engine_factory, jobs, cache, read_cache)
     finally:
         sources.close()
 
 
-def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs: int) -> dict:
+def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs: int,
+            cache: Path | None, read_cache: bool) -> dict:
     order = [source_id(s) for s in sources.sources]
     transcript_sources = [s for s in sources.sources if s.kind != "gateway-log"]
     monitor = Monitor(sources, engine_factory(config), runs_kept=REPLAY_RUNS_KEPT)
     monitor.quiet = True
-    weights: dict[str, int] = {}
-    for source in transcript_sources:
+    units: dict[str, tuple[int, list]] = {}
+    index_records: dict[str, list] = {}
+    for source in transcript_sources:       # their errors here: the index's, the database's
         for event in source.read_index():
+            if isinstance(event, SessionInfo):
+                index_records.setdefault(event.session_id, []).append(astuple(event))
             monitor.fold([event])
-        for sid, weight in source.transcript_weights().items():
-            weights[sid] = weights.get(sid, 0) + weight
-    shards = _plan(weights, _jobs_for(jobs, weights, config))
+        for sid, (weight, identity) in source.transcript_units().items():
+            seen_weight, seen = units.get(sid, (0, []))
+            units[sid] = (seen_weight + weight, [*seen, [source_id(source), identity]])
+    stamp = (replay_cache.code_digest(), replay_cache.config_digest(config)) if cache else ()
+    prints = {sid: replay_cache.fingerprint(stamp, identity, index_records.get(sid))
+              for sid, (_, identity) in units.items()}
+    cache_file = replay_cache.input_path(cache, _input_identity(what)) if cache else None
+    cached = replay_cache.load(cache_file) if cache_file and read_cache else {}
+    hits = {sid: record for sid, (print_, record) in cached.items()
+            if prints.get(sid) == print_}
+    weights = {sid: weight for sid, (weight, _) in units.items() if sid not in hits}
+    shards = _plan(weights, _jobs_for(jobs, weights, config)) if weights else []
     results = list(_read_shards(what, config, engine_factory, shards))
-    summaries = _merge(monitor, results)
+    summaries = {source_id(s): s.summary() for s in transcript_sources}
+    _merge(monitor, results, hits, summaries)
+    if cache_file is not None:
+        fresh = _fresh_units(results, prints)
+        replay_cache.save(cache_file, {**{sid: (prints[sid], r) for sid, r in hits.items()},
+                                       **fresh})
     sources.keep_only_logs()
     read_to_end(monitor)
     logs = {source_id(s): s.summary() for s in sources.sources}
@@ -127,17 +154,42 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
     return document
 
 
+def _input_identity(what: ReplayInput) -> list:
+    return [os.path.abspath(what.state_dir) if what.state_dir else None,
+            [os.path.abspath(p) for p in what.paths], what.include_archives,
+            [os.path.abspath(d) for d in what.claude_dirs],
+            [os.path.abspath(d) for d in what.codex_dirs]]
+
+
+def _fresh_units(results: list[ShardResult], prints: dict[str, str]
+                 ) -> dict[str, tuple[str, replay_cache.UnitRecord]]:
+    """The cache entries of what the shards read (a shard whose counts could not all be
+    placed on a session gives none)."""
+    fresh = {}
+    for result in results:
+        if result.units is None:
+            continue
+        runs_of: dict[str, list[tuple[str, str]]] = {}
+        for run_id, sid in result.runs:
+            runs_of.setdefault(sid, []).append((run_id, sid))
+        for state in result.sessions:
+            sid = state.session_id
+            if sid in prints:
+                fresh[sid] = (prints[sid], replay_cache.UnitRecord(
+                    state, runs_of.get(sid, []), result.units.get(sid, {})))
+    return fresh
+
+
 def _jobs_for(jobs: int, weights: dict[str, int], config) -> int:
     if spans_sessions(config):
         return 1
     return max(1, min(jobs, sum(weights.values()) // BYTES_PER_JOB))
 
 
-def _plan(weights: dict[str, int], jobs: int) -> list[frozenset[str] | None]:
-    """Sessions per shard, the largest first into the lightest shard; one shard of every
-    session (None: read whatever is there) for one job."""
+def _plan(weights: dict[str, int], jobs: int) -> list[frozenset[str]]:
+    """Sessions per shard, the largest first into the lightest shard."""
     if jobs <= 1:
-        return [None]
+        return [frozenset(weights)]
     count = jobs * SHARDS_PER_JOB
     loads = [0] * count
     members: list[list[str]] = [[] for _ in range(count)]
@@ -150,10 +202,9 @@ def _plan(weights: dict[str, int], jobs: int) -> list[frozenset[str] | None]:
 
 def _read_shards(what: ReplayInput, config, engine_factory, shards: list
                  ) -> Iterator[ShardResult]:
-    tasks = [(what, config, engine_factory, shard, index == 0)
-             for index, shard in enumerate(shards)]
-    if len(tasks) == 1:
-        yield read_shard(*tasks[0])
+    tasks = [(what, config, engine_factory, shard) for shard in shards]
+    if len(tasks) <= 1:
+        yield from (read_shard(*task) for task in tasks)
         return
     jobs = max(1, len(tasks) // SHARDS_PER_JOB)
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
@@ -164,51 +215,71 @@ def _read_shard_task(task: tuple) -> ShardResult:
     return read_shard(*task)
 
 
-def read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[str] | None,
-               counts_shared: bool) -> ShardResult:
-    """Read the transcripts of ``sessions`` (None: all) under ``what``, index first.
-    ``counts_shared``: this shard counts the errors that are no one session's."""
+def read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[str]
+               ) -> ShardResult:
+    """Read the transcripts of ``sessions`` under ``what``, index first. The
+    errors that are no one session's are the main process's to count."""
     sources = SourceSet(state_dir=what.state_dir, paths=what.paths,
                         include_archives=what.include_archives, replay=True,
                         transcripts_only=True, only_sessions=sessions,
-                        count_shared_errors=counts_shared, claude_dirs=what.claude_dirs,
+                        count_shared_errors=False, claude_dirs=what.claude_dirs,
                         codex_dirs=what.codex_dirs)
     try:
         monitor = Monitor(sources, engine_factory(config), runs_kept=REPLAY_RUNS_KEPT)
         monitor.quiet = True
-        read_to_end(monitor)
+        tally = UnitTally(sources.sources)
+        previous = -1
+        while True:
+            events = sources.poll()
+            tally.add(events)
+            monitor.fold(events)
+            total = sum(s.events + s.errors for s in sources.sources)
+            if total == previous and not sources.behind:
+                break
+            previous = total
+        summaries = {source_id(s): s.summary() for s in sources.sources}
         return ShardResult(
             sessions=[s for s in monitor.sessions.values() if s.from_transcript],
-            runs=list(monitor.run_to_session.items()),
-            summaries={source_id(s): s.summary() for s in sources.sources},
-            internal_errors=monitor.internal_errors)
+            runs=list(monitor.run_to_session.items()), summaries=summaries,
+            internal_errors=monitor.internal_errors,
+            units=tally.units if tally.agrees(sources.sources) and not monitor.internal_errors
+            else None)
     finally:
         sources.close()
 
 
-def _merge(monitor: Monitor, results: list[ShardResult]) -> dict[str, dict]:
-    """Fold the shards' sessions and runs into ``monitor``; the transcript sources'
-    summaries summed over the shards."""
+def _merge(monitor: Monitor, results: list[ShardResult],
+           hits: dict[str, replay_cache.UnitRecord], summaries: dict[str, dict]) -> None:
+    """Fold the shards' and the cache's sessions and runs into ``monitor``, and their
+    counts into ``summaries`` (each transcript source's, holding what the main process
+    counted: the errors no session owns)."""
     runs: set[tuple[str, str]] = set()
-    summaries: dict[str, dict] = {}
     for result in results:
         for state in result.sessions:
             monitor.sessions[state.session_id] = state
         runs.update(result.runs)
         monitor.internal_errors += result.internal_errors
         for sid, summary in result.summaries.items():
-            merged = summaries.get(sid)
-            if merged is None:
-                summaries[sid] = dict(summary, error_samples=list(summary["error_samples"]))
-                continue
-            merged["events"] += summary["events"]
-            merged["errors"] += summary["errors"]
-            merged["error_samples"] += summary["error_samples"]
+            _add_counts(summaries, sid, summary["events"], summary["errors"],
+                        summary["error_samples"])
+    for record in hits.values():
+        monitor.sessions[record.state.session_id] = record.state
+        runs.update(record.runs)
+        for sid, (events, errors, samples) in record.counts.items():
+            _add_counts(summaries, sid, events, errors, samples)
     for summary in summaries.values():
         summary["error_samples"] = sorted(
             summary["error_samples"], key=lambda e: sample_order(e["path"], e["where"])
         )[:ERROR_SAMPLES_KEPT]
     for run_id, session_id in sorted(runs):
         monitor.run_to_session.note(run_id, session_id, replace=False)
-    return summaries
 
+
+def _add_counts(summaries: dict[str, dict], sid: str, events: int, errors: int,
+                samples: list) -> None:
+    summary = summaries.get(sid)
+    if summary is None:         # a source a shard found that the main process did not
+        return
+    summary["events"] += events
+    summary["errors"] += errors
+    summary["error_samples"] = [*summary["error_samples"], *samples]

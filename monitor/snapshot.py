@@ -443,8 +443,10 @@ class SnapshotBuilder:
         burn = self._burn(state.session_id)
         tokens_in, tokens_out, tokens_total = state.token_counts()
         budget_percent = burn.percent if burn else None
-        if state.tokens_from == "index" and burn is not None and burn.budget:
-            budget_percent = tokens_total * 100.0 / burn.budget   # no transcript: the index's
+        if burn is not None and burn.budget and (state.tokens_from == "index"
+                                                 or not burn.total_tokens):
+            # the index's totals (no transcript), or history counted without detector state
+            budget_percent = tokens_total * 100.0 / burn.budget
         row = BoardRow(
             session_id=state.session_id, key=state.key or state.session_id,
             label=shown(state.label or state.key or state.session_id[:8]),

@@ -598,8 +598,8 @@ def test_deeply_nested_arguments_keep_their_call_and_never_stop_the_dashboards_r
     sessions.mkdir(parents=True)
     deep_call_transcript(sessions / f"{SID}.jsonl", 900)
     published = []
-    loop = IngestLoop(_monitor_factory(str(tmp_path), None, load_config(None)), time.time,
-                      published.append, poll_seconds=0.05)
+    make_monitor = _monitor_factory(str(tmp_path), None, load_config(None), time.time)
+    loop = IngestLoop(make_monitor, time.time, published.append, poll_seconds=0.05)
     reader = threading.Thread(target=loop.run)
     reader.start()
     try:

@@ -484,3 +484,36 @@ def test_journal_without_journalctl_is_exit_2_saying_so(tmp_path):
         assert result.returncode == 2
         assert "journalctl" in result.stderr and "not found" in result.stderr
         assert "Traceback" not in result.stderr
+
+
+def test_stdin_watch_beside_a_state_dir_goes_on_after_end_of_input(tmp_path):
+    """With a state dir to watch too, the end of standard input ends only the log: a loop
+    written to a transcript afterwards is still caught, and SIGTERM ends the watch."""
+    from test_history_fast_path import state_dir_with_hammer
+
+    later = Path(state_dir_with_hammer(tmp_path / "later", 60, "running"))
+    state_dir = tmp_path / "state"
+    sessions = state_dir / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--log", "-",
+         "--state-dir", str(state_dir), "--no-checkpoint", "--poll", "0.2"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=str(tmp_path), env=clean_env(tmp_path))
+    try:
+        proc.stdin.write(console_line("diagnostic", UNINDEXED_LOOP) + "\n")
+        proc.stdin.close()
+        assert read_json_lines_until(proc, is_critical)[-1]["key"] == "agent:main:nobody"
+        assert proc.poll() is None, "the end of the log is not the end of the watch"
+        (transcript,) = (later / "agents" / "main" / "sessions").glob("*.jsonl")
+        os.replace(later / "agents" / "main" / "sessions" / "sessions.json",
+                   sessions / "sessions.json")
+        os.replace(transcript, sessions / transcript.name)
+        critical = read_json_lines_until(proc, is_critical, seconds=30)[-1]
+        assert critical["key"] == "agent:main:main"
+        assert stop_within(proc, 2.0) < 2.0
+        assert proc.returncode == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -13,6 +13,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from monitor.config import Config
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor
@@ -82,3 +84,24 @@ def test_replay_detects_on_all_history(tmp_path):
     read_to_end(monitor)
     (state,) = monitor.sessions.values()
     assert any(f.level == "critical" for f in state.findings)
+
+
+def test_the_board_shows_an_old_sessions_budget_share_from_its_totals(tmp_path):
+    """History keeps no detector state, but its row still shows how much of the session
+    budget it spent, from the tokens the monitor counted."""
+    from monitor.config import load_config
+    from monitor.snapshot import SnapshotBuilder
+
+    config = load_config(None, env={"CLAWWATCH_BUDGETS__SESSION_TOKENS": "1000000"})
+    monitor = Monitor(SourceSet(state_dir=state_dir_with_hammer(tmp_path, 3 * DAY, "done")),
+                      DetectionEngine(config),
+                      detect_since=time.time() - config.history.active_within)
+    builder = SnapshotBuilder(monitor, time.time)
+    monitor.quiet = True
+    while monitor.step() or builder.feed.backlog:
+        pass
+    builder.finish_scan()
+    (state,) = monitor.sessions.values()
+    row = builder.build().row(state.session_id)
+    assert state.tokens_total > 0 and monitor.engine._sessions == {}
+    assert row.budget_percent == pytest.approx(state.tokens_total * 100.0 / 1_000_000)

@@ -9,12 +9,12 @@ the document one process gives, byte for byte.
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import GENERATED_BAD_TRANSCRIPTS
 
 from monitor import replay as replay_module
 from monitor.config import Config, load_config
@@ -25,30 +25,6 @@ from monitor.replay import ReplayInput, read_to_end, replay
 from monitor.sources.sourceset import SourceSet
 
 REPO = Path(__file__).resolve().parent.parent
-BAD_TRANSCRIPTS = 8
-
-
-@pytest.fixture(scope="module")
-def state_dirs(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("gen")
-    subprocess.run([sys.executable, str(REPO / "bench" / "gen_large_state.py"), "--out",
-                    str(out), "--sessions", "80", "--big-mb", "1"], check=True,
-                   capture_output=True)
-    sessions = out / "legacy" / "agents" / "main" / "sessions"
-    for path in sorted(sessions.glob("*.jsonl"))[:BAD_TRANSCRIPTS]:
-        with path.open("ab") as handle:
-            handle.write(b'{"type": "message", "message": \n{"type": "no-such-entry"}\n')
-    db = out / "sqlite" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
-    with sqlite3.connect(db) as conn:
-        sids = [row[0] for row in conn.execute(
-            "SELECT DISTINCT session_id FROM transcript_events ORDER BY session_id LIMIT ?",
-            (BAD_TRANSCRIPTS,))]
-        for sid in sids:
-            top = conn.execute("SELECT max(seq) FROM transcript_events WHERE session_id = ?",
-                               (sid,)).fetchone()[0]
-            conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, "
-                         "created_at) VALUES (?, ?, ?, 0)", (sid, top + 1, "{not json"))
-    return out
 
 
 def one_process(state_dir: Path) -> dict:
@@ -71,13 +47,13 @@ def split(state_dir: Path, jobs: int) -> dict:
 
 
 @pytest.mark.parametrize("era", ["legacy", "sqlite"])
-def test_every_split_gives_the_one_process_document(state_dirs, era, monkeypatch):
+def test_every_split_gives_the_one_process_document(generated_state_dirs, era, monkeypatch):
     monkeypatch.setattr(replay_module, "BYTES_PER_JOB", 1)   # small dir: split it anyway
-    state_dir = state_dirs / era
+    state_dir = generated_state_dirs / era
     reference = json_dumps(one_process(state_dir))
     document = json.loads(reference)
     transcripts = [s for s in document["sources"] if s["kind"] != "gateway-log"]
-    assert sum(s["errors"] for s in transcripts) >= BAD_TRANSCRIPTS
+    assert sum(s["errors"] for s in transcripts) >= GENERATED_BAD_TRANSCRIPTS
     assert len(transcripts[0]["error_samples"]) == 5
     assert any(f["detector"] == "gateway_loop_notice"
                for s in document["sessions"] for f in s["findings"])
@@ -86,7 +62,7 @@ def test_every_split_gives_the_one_process_document(state_dirs, era, monkeypatch
         assert json_dumps(split(state_dir, jobs)) == reference, f"--jobs {jobs}"
 
 
-def test_a_budget_across_sessions_reads_in_one_shard(state_dirs, monkeypatch):
+def test_a_budget_across_sessions_reads_in_one_shard(generated_state_dirs, monkeypatch):
     """An agent or nightly budget adds up tokens across sessions in reading order: the
     replay does not split, whatever ``--jobs`` says."""
     monkeypatch.setattr(replay_module, "BYTES_PER_JOB", 1)
@@ -95,18 +71,18 @@ def test_a_budget_across_sessions_reads_in_one_shard(state_dirs, monkeypatch):
     monkeypatch.setattr(replay_module, "_plan",
                         lambda weights, jobs: shards.append(jobs) or real_plan(weights, jobs))
     config = load_config(None, env={"CLAWWATCH_BUDGETS__AGENT_TOKENS": "1000000"})
-    what = ReplayInput(state_dir=str(state_dirs / "legacy"))
+    what = ReplayInput(state_dir=str(generated_state_dirs / "legacy"))
     replay(what, config, DetectionEngine, 4)
     replay(what, Config(), DetectionEngine, 4)
     assert shards == [1, 4]
 
 
-def test_cli_replay_jobs(state_dirs):
+def test_cli_replay_jobs(generated_state_dirs):
     """The command line: ``--jobs 2`` and ``--jobs 1`` print the same document; ``--jobs 0``
     is refused with a message, not a traceback."""
     def run(*args):
         return subprocess.run([sys.executable, "-m", "monitor", "replay", "--state-dir",
-                               str(state_dirs / "sqlite"), "--json", *args],
+                               str(generated_state_dirs / "sqlite"), "--json", *args],
                               capture_output=True, text=True, cwd=REPO)
 
     one, two = run("--jobs", "1"), run("--jobs", "2")

@@ -353,7 +353,7 @@ def test_only_session_and_sub_agent_transcripts_are_followed(tmp_path):
 
 def test_a_split_replay_gets_every_transcript_of_a_session_in_one_shard():
     source = ClaudeCodeSource(str(PROJECTS))
-    weights = source.transcript_weights()
+    weights = {sid: weight for sid, (weight, _) in source.transcript_units().items()}
     sizes = {path: path.stat().st_size for path in PROJECTS.rglob("*.jsonl")}
     assert weights == {
         LOOP: sizes[LOOP_FILE],

@@ -50,6 +50,19 @@ def environ_of(proc: psutil.Process) -> dict[str, str]:
         return {}
 
 
+def live_with_env(name: str, value: str) -> list[psutil.Process]:
+    """Every live (not zombie) process whose environment has ``name=value``: a CLI and the
+    tool processes it started inherit what it was started with."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get(name) == value and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
 def cwd_of(proc: psutil.Process) -> str | None:
     try:
         return os.path.realpath(proc.cwd())

@@ -1,5 +1,8 @@
 """``clawwatch demo``: simulated OpenClaw sessions written live into a temp state dir, a
-local gateway endpoint that really stops them, and real exec children that ``K`` kills.
+local gateway endpoint that really stops them, real exec children that ``K`` kills, and one
+looping Claude Code session written by a real process that looks like ``claude -p``
+(``monitor.demo.claude_cli``), which the stop key and ``--act auto`` really interrupt
+(SIGINT, through ``RoutingController``'s CLI path).
 
 ``DemoWorld`` owns everything the demo creates (temp dir, simulator thread, endpoint,
 children) and ``close()`` removes all of it. ``config_env()`` is the demo's config
@@ -16,6 +19,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from monitor.demo.claude_cli import DemoClaude
 from monitor.demo.gateway import DemoGateway
 from monitor.demo.sim.simulator import Simulator
 from monitor.discovery import Discovered
@@ -48,10 +52,11 @@ def exec_command(scenario: str, gateway_pid: int) -> tuple[str, bool]:
 
 class DemoWorld:
     """A temp state dir with a simulator writing into it from a background thread, the
-    demo gateway endpoint, and one exec child per looping session."""
+    demo gateway endpoint, one exec child per looping session, and (``claude=True``) the
+    fake Claude Code CLI writing ``claude_dir``."""
 
     def __init__(self, *, era: str = "sqlite", rate: float | None = None,
-                 gateway: bool = True) -> None:
+                 gateway: bool = True, claude: bool = True) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="clawwatch-demo-"))
         self.state_dir = self.root / "state"
         self.log_path = self.root / "logs" / "openclaw.log"
@@ -61,6 +66,9 @@ class DemoWorld:
             self.simulator.add_session(scenario, key=key)
         self.rate = rate or DEFAULT_RATE
         self.gateway = DemoGateway(self.simulator, self.state_dir) if gateway else None
+        # one Bash call every ~2 turns' time: its 20 repeats turn critical within seconds
+        self.claude = DemoClaude(self.root, pace=min(1.0, max(0.05, 2.0 / self.rate))) \
+            if claude else None
         self.stop_event = threading.Event()
         self._thread = threading.Thread(target=self._run, name="clawwatch-demo-sim", daemon=True)
         self._closed = False
@@ -79,12 +87,24 @@ class DemoWorld:
                         command, background = exec_command(scenario, self.gateway.pid)
                         self.gateway.spawn_exec(key, command, background=background)
             self._thread.start()
+            if self.claude is not None:
+                self.claude.start()
         except BaseException:
             self.close()
             raise
         return self
 
     # ------------------------------------------------------------------ wiring
+
+    @property
+    def claude_dirs(self) -> tuple[str, ...]:
+        """The Claude Code projects dirs the demo's ``SourceSet`` reads (``--claude-dir``)."""
+        return (str(self.claude.projects_dir),) if self.claude is not None else ()
+
+    @property
+    def claude_key(self) -> str | None:
+        """The session key of the demo's Claude Code session."""
+        return self.claude.key if self.claude is not None else None
 
     def config_env(self, env=None) -> dict[str, str]:
         """The environment for ``load_config``: the demo overlay under ``env``'s own
@@ -104,15 +124,19 @@ class DemoWorld:
         return {**overlay, **env}
 
     def discovered(self) -> Discovered:
-        """What discovery would have found for this world (for the action controller)."""
+        """What discovery would have found for this world (for the action controller: its
+        ``claude_dirs`` route ``claude-code:`` keys to the demo's CLI; no Codex dir)."""
         return Discovered(state_dir=str(self.state_dir), openclaw_config_path=None,
                           openclaw_config={}, log_path=str(self.log_path), log_dirs=[],
                           gateway_url=self.gateway.url if self.gateway else None,
-                          gateway_token=self.gateway.token if self.gateway else None)
+                          gateway_token=self.gateway.token if self.gateway else None,
+                          claude_dirs=list(self.claude_dirs), codex_dirs=[])
 
     def controller(self, config):
         """A ``GatewayActionController`` pointed at the demo endpoint, its token and the
-        process that plays the gateway; the ``openclaw`` CLI is never used."""
+        process that plays the gateway (the ``openclaw`` CLI is never used), behind a
+        ``RoutingController`` that sends the Claude Code key to the demo's CLI process."""
+        from monitor.act.cli_controller import routed
         from monitor.act.controller import GatewayActionController
 
         if self.gateway is None:
@@ -122,7 +146,7 @@ class DemoWorld:
             self.discovered(), config, gateway_pid=self.gateway.pid, url=self.gateway.url,
             env=env, openclaw_bin="-")
         controller.openclaw_bin = None
-        return controller
+        return routed(controller, config, discovered=self.discovered())
 
     def dashboard_actions(self, config, mode: str | None) -> dict:
         """``controller``/``after_step``/``on_close`` for the dashboard on this world."""
@@ -134,11 +158,14 @@ class DemoWorld:
     # ------------------------------------------------------------------ cleanup
 
     def close(self) -> None:
-        """Stop the simulator, the endpoint and every child; remove the temp dir."""
+        """Stop the simulator, the endpoint and every child (the fake Claude Code CLI and
+        its tool calls too); remove the temp dir."""
         if self._closed:
             return
         self._closed = True
         self.stop_event.set()
+        if self.claude is not None:
+            self.claude.close()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
         if self.gateway is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 
@@ -70,7 +71,7 @@ class Source:
               shared: bool = False) -> SourceError:
         """A ``SourceError``, counted and kept as a sample (the first by place). ``shared``:
         not any one session's error (see ``count_shared_errors``)."""
-        record = SourceError(self.kind, path or self.path, where, message)
+        record = SourceError(self.kind, path or self.path, where, message, shared)
         if shared and not self.count_shared_errors:
             return record
         self.errors += 1
@@ -94,3 +95,19 @@ class Source:
                 for e in self.error_samples
             ],
         }
+
+
+def file_units(paths: list[str], session_of) -> dict[str, tuple[int, list]]:
+    """``transcript_units`` of transcript files: bytes, and (path, size, mtime, inode) of
+    each file, per session."""
+    units: dict[str, tuple[int, list]] = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+            identity = [path, st.st_size, st.st_mtime_ns, st.st_ino]
+        except OSError:
+            identity = [path, None, None, None]
+        weight, files = units.get(session_of(path), (0, []))
+        files.append(identity)
+        units[session_of(path)] = (weight + (identity[1] or 0), files)
+    return units

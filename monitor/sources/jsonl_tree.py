@@ -32,7 +32,7 @@ import time
 
 from monitor import untrusted_json
 from monitor.events import SourceNotice
-from monitor.sources.base import Source
+from monitor.sources.base import Source, file_units
 from monitor.sources.regular import open_regular_file
 from monitor.sources.tail import (
     POLL_BUDGET_BYTES,
@@ -186,17 +186,9 @@ class JsonlTreeSource(Source):
         """No index: a session's ``SessionInfo`` comes with its transcript's first event."""
         return []
 
-    def transcript_weights(self) -> dict[str, int]:
-        """Bytes of transcript per session id, from the current listing."""
-        weights: dict[str, int] = {}
-        for path in self._walker.files():
-            try:
-                size = os.stat(path).st_size
-            except OSError:
-                size = 0
-            session = self.session_of(path)
-            weights[session] = weights.get(session, 0) + size
-        return weights
+    def transcript_units(self) -> dict[str, tuple[int, list]]:
+        """Per session id: its transcripts' bytes and identities, from the current listing."""
+        return file_units(self._walker.files(), self.session_of)
 
     # -------------------------------------------------------------------- polling
 

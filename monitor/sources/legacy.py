@@ -52,7 +52,7 @@ from itertools import islice
 
 from monitor import untrusted_json
 from monitor.events import SessionInfo, SourceNotice
-from monitor.sources.base import Source
+from monitor.sources.base import Source, file_units
 from monitor.sources.regular import NotRegularFile, open_regular_file, refusal
 from monitor.sources.tail import (
     POLL_BUDGET_BYTES,
@@ -181,17 +181,13 @@ class LegacySessionsSource(Source):
         self._read_index(out)
         return out
 
-    def transcript_weights(self) -> dict[str, int]:
-        """Bytes of transcript per session id, from the current listing."""
-        weights: dict[str, int] = {}
-        for path in self._transcript_paths():
-            try:
-                size = os.stat(path).st_size
-            except OSError:
-                size = 0
-            sid = transcript_session_id(path)
-            weights[sid] = weights.get(sid, 0) + size
-        return weights
+    def transcript_units(self) -> dict[str, tuple[int, list]]:
+        """Per session id: its transcripts' bytes, and what identifies their content now
+        (path, size, mtime, inode of each), from the current listing."""
+        return file_units(self._transcript_paths(), transcript_session_id)
+
+    def session_of(self, path: str) -> str:
+        return transcript_session_id(path)
 
     def _read_index(self, out: list) -> None:
         try:

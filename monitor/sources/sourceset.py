@@ -242,10 +242,11 @@ class SourceSet:
 
     @property
     def exhausted(self) -> bool:
-        """A stream was given as the log (``--log -``, ``--journal``) and it has ended:
-        a live loop stops."""
+        """A stream was given as the log (``--log -``, ``--journal``), it has ended, and
+        there is nothing else to watch (no state dir, no other source): a live loop stops."""
         streams = [s for s in self.sources if getattr(s, "stream", False)]
-        return bool(streams) and all(s.finished for s in streams)
+        others = self.state_dir or any(not getattr(s, "stream", False) for s in self.sources)
+        return bool(streams) and all(s.finished for s in streams) and not others
 
     def stream_failures(self) -> list[str]:
         """What made a stream source fail (journalctl exiting with an error)."""

@@ -299,20 +299,29 @@ class SqliteAgentSource(Source):
             out.append(self.error("query", f"database unreadable: {exc}", shared=True))
         return out
 
-    def transcript_weights(self) -> dict[str, int]:
-        """Stored bytes of transcript per session id (``length()`` reads no blob)."""
-        if self._conn is None or not {"session_id", "event_json"} <= self._columns.get(
+    def transcript_units(self) -> dict[str, tuple[int, list]]:
+        """Per session id: its rows' stored bytes (``length()`` reads no blob), and what
+        identifies them now (the database file, their count, highest seq and rowid)."""
+        if self._conn is None or not {"session_id", "seq", "event_json"} <= self._columns.get(
                 "transcript_events", set()):
             return {}
         zstd = " + coalesce(length(event_zstd), 0)" if "event_zstd" in self._columns[
             "transcript_events"] else ""
-        sql = (f"SELECT session_id, sum(coalesce(length(event_json), 0){zstd}) "
-               "FROM transcript_events GROUP BY session_id")
+        sql = (f"SELECT session_id, sum(coalesce(length(event_json), 0){zstd}), count(*), "
+               "max(seq), max(rowid) FROM transcript_events GROUP BY session_id")
+        database = [self.path, *(self._identity or ())]
+        units: dict[str, tuple[int, list]] = {}
         try:
-            return {sid: sql_int(weight) or 0 for sid, weight in self._conn.execute(sql)
-                    if isinstance(sid, str)}
-        except sqlite3.DatabaseError:
-            return {}
+            for sid, weight, count, top_seq, top_rowid in self._conn.execute(sql):
+                if isinstance(sid, str):
+                    units[sid] = (sql_int(weight) or 0,
+                                  [*database, count, str(top_seq), top_rowid])
+                else:       # no session to read it with: reported here, once
+                    self._bad_row([], "transcript_events", top_rowid, (type_name(sid), sid),
+                                  f"session_id is {type_name(sid)}, not text")
+        except sqlite3.DatabaseError as exc:
+            self.error("query", f"database unreadable: {exc}", shared=True)
+        return units
 
     def _bad_row(self, out: list, table: str, rowid, row, message: str, *,
                  shared: bool = True) -> None:

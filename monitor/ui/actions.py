@@ -27,7 +27,8 @@ from monitor.ui.screens.dialogs import ConfirmScreen
 
 class AlertsAndActions:
     """Needs ``controller``, ``config``, ``book``, ``burst``, ``ingest``, ``displayed``,
-    ``latest``, ``view``, ``actions``, ``alerts_pane`` and ``refresh_panes`` from the app."""
+    ``latest``, ``view``, ``actions`` and ``alerts_pane`` from the app. Acknowledging and
+    muting change the book, whose marks the alerts pane follows: nothing to re-render here."""
 
     _burst_timer: Timer | None = None
 
@@ -171,14 +172,11 @@ class AlertsAndActions:
         if key is not None:
             count = self.book.acknowledge(self.latest.alerts, key)
             self.notify(f"acknowledged {count} alert(s) of {key}")
-            self.refresh_panes()
 
     def action_ack_all(self) -> None:
         count = self.book.acknowledge(self.latest.alerts)
         self.notify(f"acknowledged {count} alert(s)")
-        self.refresh_panes()
 
     def action_mute(self) -> None:
         self.book.muted = not self.book.muted
         self.notify("bell muted" if self.book.muted else "bell on")
-        self.refresh_panes()

@@ -6,6 +6,10 @@ While an unacknowledged critical remains and ``bell_repeat_seconds`` is set,
 the bell repeats, never more often than ``BELL_REPEAT_FLOOR``. Muting stops
 both; toasts still appear.
 
+What the person did about the alerts (acknowledgements, the mute) is an
+``AlertMarks`` value, replaced on each change and handed to ``on_change``: the app
+keeps it in a reactive that the alerts pane follows.
+
 Toasts come one per burst: criticals that arrive within ``BURST_QUIET`` of each
 other (for at most ``BURST_LONGEST``) are gathered by ``CriticalBurst`` and
 announced together, naming their sessions (``burst_toast``).
@@ -14,6 +18,8 @@ announced together, naming their sessions (``burst_toast``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from functools import cached_property
 
 from monitor.snapshot import AlertEntry
 
@@ -24,34 +30,71 @@ BURST_LONGEST = 4.0
 BURST_NAMED = 3
 
 
+@dataclass(frozen=True)
+class AlertMarks:
+    """Acknowledged up to which alert ``seq`` (overall, and per session key), and whether the
+    bell is muted. Frozen: a change is a new value, so it can be a reactive's value."""
+
+    acked_all: int = 0
+    acked_by_session: tuple[tuple[str, int], ...] = ()
+    muted: bool = False
+
+    @cached_property
+    def _acked_up_to(self) -> dict[str, int]:
+        return dict(self.acked_by_session)
+
+    def is_acked(self, alert: AlertEntry) -> bool:
+        """History, actions and notices never need acknowledging; findings do."""
+        if alert.history or alert.kind != "finding":
+            return True
+        return alert.seq <= max(self.acked_all, self._acked_up_to.get(alert.session_key, 0))
+
+    def acknowledged(self, top: int, session_key: str | None = None) -> AlertMarks:
+        """These marks with every alert up to ``top`` acknowledged (of ``session_key``)."""
+        if session_key is None:
+            return replace(self, acked_all=max(self.acked_all, top))
+        acked = dict(self.acked_by_session)
+        acked[session_key] = max(acked.get(session_key, 0), top)
+        return replace(self, acked_by_session=tuple(sorted(acked.items())))
+
+
 class AlertBook:
     def __init__(self, clock: Callable[[], float], *, bell: bool = True,
-                 repeat_seconds: float = 0.0) -> None:
+                 repeat_seconds: float = 0.0,
+                 on_change: Callable[[AlertMarks], None] | None = None) -> None:
         self.clock = clock
         self.bell_enabled = bell
         self.repeat_seconds = repeat_seconds
-        self.muted = False
-        self.acked_all = 0
-        self.acked_by_session: dict[str, int] = {}
+        self.on_change = on_change
+        """Called with the new marks whenever an acknowledgement or the mute changes them."""
+        self.marks = AlertMarks()
         self.last_seen = 0
         self.last_ring: float | None = None
 
+    @property
+    def muted(self) -> bool:
+        return self.marks.muted
+
+    @muted.setter
+    def muted(self, muted: bool) -> None:
+        self._mark(replace(self.marks, muted=bool(muted)))
+
+    def _mark(self, marks: AlertMarks) -> None:
+        if marks != self.marks:
+            self.marks = marks
+            if self.on_change is not None:
+                self.on_change(marks)
+
     def is_acked(self, alert: AlertEntry) -> bool:
-        if alert.history or alert.kind != "finding":
-            return True
-        return alert.seq <= max(self.acked_all, self.acked_by_session.get(alert.session_key, 0))
+        return self.marks.is_acked(alert)
 
     def acknowledge(self, alerts: Iterable[AlertEntry], session_key: str | None = None) -> int:
         """Acknowledge every alert so far (of ``session_key`` when given); returns how many."""
         alerts = list(alerts)
         pending = [a for a in alerts if not self.is_acked(a)
                    and (session_key is None or a.session_key == session_key)]
-        top = max((a.seq for a in alerts), default=0)
-        if session_key is None:
-            self.acked_all = max(self.acked_all, top)
-        else:
-            self.acked_by_session[session_key] = max(
-                self.acked_by_session.get(session_key, 0), top)
+        self._mark(self.marks.acknowledged(max((a.seq for a in alerts), default=0),
+                                           session_key))
         return len(pending)
 
     def unacked_critical(self, alerts: Iterable[AlertEntry]) -> list[AlertEntry]:

@@ -2,9 +2,16 @@
 
 One rule for state: the ingest thread (``IngestLoop``) only posts
 ``SnapshotReady``; the handlers here own everything else (view state,
-acknowledgements, the bell) and re-render the panes from the snapshot on
-display. Panes never talk to each other. Actions run the controller in
-``@work`` thread workers and come back as messages.
+acknowledgements, the bell). Panes never talk to each other.
+
+What the panes show is reactive state of the app: ``displayed`` (the snapshot on
+display), ``view`` (selection, filters, sort, search, pause) and ``palette``; their
+watchers ask for one render pass of the screen in view, right after the message
+being handled, so a burst of changes renders once. ``alert_marks`` (acknowledgements,
+mute) and ``status_notes`` are bound into the alerts pane and the status line, which
+show them when they change. A screen coming into view asks for its panes to be
+rendered (``PanesOnView``). Actions run the controller in ``@work`` thread workers
+and come back as messages.
 """
 
 from __future__ import annotations
@@ -12,7 +19,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,7 +26,6 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.css.errors import StylesheetError
 from textual.reactive import var
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input
@@ -31,26 +36,28 @@ from monitor.config import Config
 from monitor.display import printable
 from monitor.snapshot import Snapshot
 from monitor.ui.actions import AlertsAndActions
-from monitor.ui.alerting import AlertBook, CriticalBurst
+from monitor.ui.alerting import AlertBook, AlertMarks, CriticalBurst
 from monitor.ui.ingest import IngestLoop
-from monitor.ui.messages import SnapshotReady
+from monitor.ui.messages import PanesOnView, SnapshotReady
 from monitor.ui.panes.alerts import AlertsPane
 from monitor.ui.panes.board import COLUMN_SORT, SessionsBoard
-from monitor.ui.panes.gatewaylog import GatewayLogPane, LogView
+from monitor.ui.panes.gatewaylog import GatewayLogPane
 from monitor.ui.panes.rows import RowsView
 from monitor.ui.panes.side import BurnPane, PingPongPane, StreaksPane
 from monitor.ui.panes.status import StatusLine
+from monitor.ui.screens.base import PanesScreen
 from monitor.ui.screens.detail import DetailScreen
 from monitor.ui.screens.dialogs import HelpScreen
 from monitor.ui.style import Palette
-from monitor.ui.themes import DEFAULT_THEME, load_themes
+from monitor.ui.theme_handling import ThemeHandling
+from monitor.ui.themes import DEFAULT_THEME
 from monitor.ui.view import ALERT_FILTERS, BOARD_FILTERS, LOG_FILTERS, SORTS, ViewState, cycle
 
 MAIN_SCREEN_ACTIONS = frozenset({"search", "next_match", "previous_match", "clear_search",
                                  "filter", "sort", "detail"})
 
 
-class ClawwatchApp(AlertsAndActions, App):
+class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
     CSS_PATH = "app.tcss"
     TITLE = "clawwatch"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -78,6 +85,17 @@ class ClawwatchApp(AlertsAndActions, App):
     """The snapshot on display: the latest one, unless paused."""
     palette: var[Palette] = var(lambda: Palette({}), init=False)
     """Rich styles of the current theme's variables."""
+    alert_marks: var[AlertMarks] = var(AlertMarks, init=False)
+    """The alert book's acknowledgements and mute (the alerts pane is bound to it)."""
+    status_notes: var[tuple[str, ...]] = var((), init=False)
+    """Problems the status line keeps in view: theme errors, a reader that stopped."""
+
+    # The main screen's panes the app talks to, kept when composed: one typed accessor per
+    # widget (the gateway log pane keeps its own log view and search input).
+    sessions_board: SessionsBoard
+    alerts_pane: AlertsPane
+    gateway_log: GatewayLogPane
+    status_line: StatusLine
 
     def __init__(self, monitor_factory: Callable[[], object], controller: ActionController,
                  config: Config, *, theme: str | None = None,
@@ -98,7 +116,8 @@ class ClawwatchApp(AlertsAndActions, App):
         self.terminal_notifications = terminal_notifications if terminal_notifications \
             is not None else config.alerts.desktop_notifications
         self.book = AlertBook(clock, bell=config.alerts.bell,
-                              repeat_seconds=config.alerts.bell_repeat_seconds)
+                              repeat_seconds=config.alerts.bell_repeat_seconds,
+                              on_change=self._alert_marks_changed)
         self.burst = CriticalBurst(time.monotonic)
         self.ingest = IngestLoop(monitor_factory, clock,
                                  lambda snapshot: self.post_message(SnapshotReady(snapshot)),
@@ -109,6 +128,7 @@ class ClawwatchApp(AlertsAndActions, App):
         self.theme_names: list[str] = []
         self.theme_errors: list[str] = []
         self.actions: list[ActionResult] = []
+        self._render_pending = False
 
     def notify(self, message: str, *, title: str = "", severity="information",
                timeout: float | None = None, markup: bool = False) -> None:
@@ -120,38 +140,25 @@ class ClawwatchApp(AlertsAndActions, App):
 
     # ------------------------------------------------------------------ layout
 
-    @cached_property
-    def sessions_board(self) -> SessionsBoard:
-        return self.screen_stack[0].query_one(SessionsBoard)
-
-    @cached_property
-    def alerts_pane(self) -> AlertsPane:
-        return self.screen_stack[0].query_one(AlertsPane)
-
-    @cached_property
-    def log_view(self) -> LogView:
-        return self.screen_stack[0].query_one(LogView)
-
-    @cached_property
-    def log_search(self) -> Input:
-        return self.screen_stack[0].query_one("#log-search", Input)
-
-    @cached_property
-    def status_line(self) -> StatusLine:
-        return self.screen_stack[0].query_one(StatusLine)
+    def get_default_screen(self) -> Screen:
+        return PanesScreen(id="_default")
 
     def compose(self) -> ComposeResult:
+        self.status_line = StatusLine(id="status").data_bind(notes=ClawwatchApp.status_notes)
+        self.sessions_board = SessionsBoard(id="board")
+        self.alerts_pane = AlertsPane(id="alerts").data_bind(marks=ClawwatchApp.alert_marks)
+        self.gateway_log = GatewayLogPane(id="gateway-log")
         yield Header()
-        yield StatusLine(id="status")
-        yield SessionsBoard(id="board")
+        yield self.status_line
+        yield self.sessions_board
         with Horizontal(id="side"):
             yield StreaksPane(id="streaks")
             with Vertical(id="side-right"):
                 yield BurnPane(id="burn")
                 yield PingPongPane(id="pingpong")
         with Horizontal(id="bottom"):
-            yield AlertsPane(self.book, id="alerts")
-            yield GatewayLogPane(id="gateway-log")
+            yield self.alerts_pane
+            yield self.gateway_log
         yield Footer()
 
     def on_mount(self) -> None:
@@ -167,76 +174,6 @@ class ClawwatchApp(AlertsAndActions, App):
     def _read_sources(self) -> None:
         """The ingest loop, until the app stops it; it posts ``SnapshotReady``."""
         self.ingest.run()
-
-    def _load_themes(self) -> None:
-        themes, errors = load_themes(self.themes_directory)
-        for theme in themes:
-            self.register_theme(theme)
-        self.theme_names = [t.name for t in themes]
-        wanted = self.requested_theme
-        if wanted not in self.available_themes:
-            errors.append(f"theme {wanted!r} not found (have: {', '.join(self.theme_names)});"
-                          f" using {DEFAULT_THEME}")
-            wanted = DEFAULT_THEME
-        elif wanted not in self.theme_names:
-            self.theme_names.append(wanted)
-        problem = self._theme_problem(wanted)
-        if problem is not None and wanted != DEFAULT_THEME:
-            errors.append(f"{problem}; using {DEFAULT_THEME}")
-            wanted = DEFAULT_THEME
-        self.theme_errors = errors
-        self.status_line.notes = list(errors)
-        for error in errors:
-            self.notify(error, title="theme", severity="error", timeout=15)
-        self.theme = wanted
-
-    def _theme_problem(self, name: str) -> str | None:
-        """Why the app's CSS does not parse with theme ``name`` (None: it does). Tried on a
-        copy of the stylesheet, so a theme whose values pass ``themes.check_variable`` but
-        are still wrong where Textual puts them is refused before it is used."""
-        theme = self.get_theme(name)
-        if theme is None:
-            return f"theme {name!r} not found"
-        try:
-            variables = {**self.get_theme_variable_defaults(),
-                         **theme.to_color_system().generate(), **theme.variables}
-            stylesheet = self.stylesheet.copy()
-            stylesheet.set_variables(variables)
-            stylesheet.reparse()
-        except Exception as exc:  # any failure refuses the theme, never the dashboard
-            return f"theme {name!r} refused: the CSS does not parse with it ({type(exc).__name__})"
-        return None
-
-    def use_theme(self, name: str) -> bool:
-        """Switch to theme ``name`` unless its CSS fails (an error toast then)."""
-        problem = self._theme_problem(name)
-        if problem is not None:
-            self.notify(problem, title="theme", severity="error", timeout=15, markup=False)
-            return False
-        self.theme = name
-        return True
-
-    def refresh_css(self, animate: bool = True) -> None:
-        """Textual's, but a theme whose CSS fails all the same goes back to the last theme
-        that worked, with an error, instead of stopping the dashboard."""
-        try:
-            super().refresh_css(animate)
-        except StylesheetError:
-            bad = self.theme
-            good = getattr(self, "_good_theme", None)
-            if good is None or good == bad:
-                good = DEFAULT_THEME if bad != DEFAULT_THEME else "textual-dark"
-            if bad == good:
-                raise
-            self.notify(f"theme {bad!r} refused: the CSS does not parse with it; "
-                        f"back to {good!r}", title="theme", severity="error", timeout=15,
-                        markup=False)
-            self.theme = good
-        else:
-            self._good_theme = self.theme
-
-    def _theme_changed(self, _theme) -> None:
-        self.palette = Palette(self.get_css_variables())
 
     def on_unmount(self) -> None:
         self.ingest.stop()
@@ -269,22 +206,37 @@ class ClawwatchApp(AlertsAndActions, App):
                 return screen
         return self.screen
 
+    def _alert_marks_changed(self, marks: AlertMarks) -> None:
+        self.alert_marks = marks
+
     def watch_view(self, old: ViewState, new: ViewState) -> None:
         if new.selected != old.selected:
             self.ingest.set_focus(new.selected)
-        self.refresh_panes()
+        self._render_soon()
 
     def watch_displayed(self) -> None:
-        self.refresh_panes()
+        self._render_soon()
 
     def watch_palette(self) -> None:
-        self.refresh_panes()
+        self._render_soon()
 
-    def refresh_panes(self) -> None:
-        """Render every pane of the visible screen from the displayed snapshot.
+    @on(PanesOnView)
+    def _panes_on_view(self) -> None:
+        self._render_soon()
 
-        The ``view``, ``displayed`` and ``palette`` watchers call it; called directly
-        only for what is not view state (acknowledgements, status notes, a new screen)."""
+    def _render_soon(self) -> None:
+        """Ask for one render pass, right after the message being handled, however many
+        changes that message makes (1,000 view changes in one handler render once)."""
+        if not self._render_pending:
+            self._render_pending = True
+            self.call_next(self._render_panes)
+
+    def _render_panes(self) -> None:
+        """Render every pane of the screen in view from the displayed snapshot, the view
+        and the palette. The board goes first: when the selection is not on it (filtered
+        away, or none yet), the row under its cursor becomes the selection, which the
+        other panes then show."""
+        self._render_pending = False
         screen = self._view_screen()
         snapshot, palette = self.displayed, self.palette
         for board in screen.query(SessionsBoard):
@@ -292,20 +244,19 @@ class ClawwatchApp(AlertsAndActions, App):
             highlighted = board.highlighted()
             visible = self.view.selected is not None and board.has(self.view.selected)
             if highlighted is not None and not visible:
-                self._select(highlighted, render=False)
+                self._adopt_selection(highlighted)
         for pane in screen.query(".pane"):
             if not isinstance(pane, SessionsBoard):
                 pane.show(snapshot, self.view, palette)
 
-    def _select(self, session_id: str | None, render: bool = True) -> None:
-        """Select a session; with ``render=False`` (during a render) the panes are not
-        rendered again, only the ingest told."""
-        view = replace(self.view, selected=session_id)
-        if render:
-            self.view = view
-        else:
-            self.set_reactive(ClawwatchApp.view, view)
-            self.ingest.set_focus(session_id)
+    def _select(self, session_id: str | None) -> None:
+        self.view = replace(self.view, selected=session_id)
+
+    def _adopt_selection(self, session_id: str) -> None:
+        """Select during a render pass: the panes rendered next show it already, so no
+        second pass; only the ingest is told (for the detail of the new selection)."""
+        self.set_reactive(ClawwatchApp.view, replace(self.view, selected=session_id))
+        self.ingest.set_focus(session_id)
 
     @on(RowsView.Highlighted, "#board")
     def _board_highlighted(self, event: RowsView.Highlighted) -> None:
@@ -314,7 +265,7 @@ class ClawwatchApp(AlertsAndActions, App):
 
     @on(RowsView.Selected, "#board")
     def _board_selected(self, event: RowsView.Selected) -> None:
-        self._select(event.key, render=False)
+        self._select(event.key)
         self.action_detail()
 
     @on(RowsView.HeaderClicked, "#board")
@@ -350,17 +301,8 @@ class ClawwatchApp(AlertsAndActions, App):
     def action_sort(self) -> None:
         self.view = replace(self.view, sort=cycle(SORTS, self.view.sort))
 
-    def action_next_theme(self) -> None:
-        names = self.theme_names or [DEFAULT_THEME]
-        current = self.theme if self.theme in names else names[-1]
-        start = names.index(current)
-        for step in range(1, len(names) + 1):     # a theme that is refused is skipped
-            if self.use_theme(names[(start + step) % len(names)]):
-                break
-        self.notify(printable(f"theme: {self.theme}"), timeout=2, markup=False)
-
     def action_search(self) -> None:
-        search = self.log_search
+        search = self.gateway_log.search_input
         search.display = True
         search.value = self.view.search
         search.focus()
@@ -374,7 +316,7 @@ class ClawwatchApp(AlertsAndActions, App):
         view = replace(self.view, search=event.value)
         self.view = replace(view, search_index=max(0, self._match_count(view) - 1))
         event.input.display = False
-        self.log_view.focus()
+        self.gateway_log.log_view.focus()
 
     def _match_count(self, view: ViewState | None = None) -> int:
         view = view or self.view
@@ -396,10 +338,10 @@ class ClawwatchApp(AlertsAndActions, App):
 
     def action_clear_search(self) -> None:
         self.view = replace(self.view, search="", search_index=0)
-        search = self.log_search
+        search = self.gateway_log.search_input
         search.value = ""
         search.display = False
-        self.log_view.focus()
+        self.gateway_log.log_view.focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MAIN_SCREEN_ACTIONS and self.screen is not self.screen_stack[0]:
@@ -409,16 +351,15 @@ class ClawwatchApp(AlertsAndActions, App):
         return True
 
     def _search_open(self) -> bool:
-        return self.screen is self.screen_stack[0] and self.log_search.display
+        return self.screen is self.screen_stack[0] and self.gateway_log.search_input.display
 
     # ------------------------------------------------------------------ workers, palette
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "ingest" and event.state == WorkerState.ERROR:
             error = f"reading stopped: {event.worker.error}"
-            self.status_line.notes.append(error)
+            self.status_notes = (*self.status_notes, error)
             self.notify(error, severity="error", timeout=30)
-            self.refresh_panes()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

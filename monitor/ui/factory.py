@@ -47,9 +47,10 @@ def options_from(args) -> DashboardOptions:
         legacy=bool(getattr(args, "legacy", False)))
 
 
-def _monitor_factory(state_dir: str | None, log_path: str | None, config: Config, *,
-                     claude_dirs: tuple[str, ...] = (), codex_dirs: tuple[str, ...] = ()
-                     ) -> Callable[[], object]:
+def _monitor_factory(state_dir: str | None, log_path: str | None, config: Config,
+                     clock: Callable[[], float], *, claude_dirs: tuple[str, ...] = (),
+                     codex_dirs: tuple[str, ...] = ()) -> Callable[[], object]:
+    """The board's monitor; ``clock`` (the app's) places the history cutoff."""
     def make():
         from monitor.detect.engine import DetectionEngine
         from monitor.pipeline import Monitor, history_cutoff
@@ -57,7 +58,7 @@ def _monitor_factory(state_dir: str | None, log_path: str | None, config: Config
 
         return Monitor(SourceSet(state_dir=state_dir, log_path=log_path,
                                  claude_dirs=claude_dirs, codex_dirs=codex_dirs),
-                       DetectionEngine(config), detect_since=history_cutoff(config))
+                       DetectionEngine(config), detect_since=history_cutoff(config, clock()))
 
     return make
 
@@ -85,7 +86,8 @@ def _demo_app(options: DashboardOptions, config: Config | None,
     controller = wiring.pop("controller", controller)
     on_close = [*wiring.pop("on_close", []), *app_options.pop("on_close", []), world.close]
     return ClawwatchApp(
-        _monitor_factory(str(world.state_dir), str(world.log_path), config), controller,
+        _monitor_factory(str(world.state_dir), str(world.log_path), config, clock,
+                         claude_dirs=world.claude_dirs), controller,
         config, theme=_theme(options, config), clock=clock, poll_seconds=poll_seconds,
         sub_title="demo: simulated sessions", on_close=on_close, **wiring, **app_options)
 
@@ -115,7 +117,7 @@ def build_app(args_or_options, *, config: Config | None = None,
     expected = [("state dir", found.state_dir, STATE_HINT), ("gateway log", found.log_path,
                                                                LOG_HINT)]
     return ClawwatchApp(
-        _monitor_factory(found.state_dir, found.log_path, config,
+        _monitor_factory(found.state_dir, found.log_path, config, clock,
                          claude_dirs=tuple(found.claude_dirs), codex_dirs=tuple(found.codex_dirs)),
         controller, config, theme=theme, clock=clock, poll_seconds=poll_seconds,
         sub_title=found.state_dir or found.log_path or found.cli_sources_text(),

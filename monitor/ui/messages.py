@@ -1,4 +1,4 @@
-"""Messages that cross from worker threads to the app's handlers."""
+"""Messages to the app's handlers: from worker threads, and from its screens."""
 
 from __future__ import annotations
 
@@ -42,3 +42,11 @@ class Rang(Message, bubble=False):
     def __init__(self, reason: str) -> None:
         super().__init__()
         self.reason = reason
+
+
+class PanesOnView(Message):
+    """A screen of panes came into view (pushed, or uncovered): render its panes.
+
+    Posted by the screen itself (``PanesScreen``); it bubbles to the app, which renders
+    only the screen in view, so a screen that was covered or not yet composed missed the
+    renders in between."""

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import psutil
 
+from monitor.act.cli_processes import live_with_env
+
 CLAUDE_CODE_VERSION = "2.1.332"
 CODEX_VERSION = "0.171.0"
 NODE_VERSION = "24.22.3"
@@ -191,15 +193,7 @@ class RealClient:
         """Every live process whose environment points at this lab's config dir (the client
         and each tool process it started: they inherit it)."""
         key = "CLAUDE_CONFIG_DIR" if self.source == "claude-code" else "CODEX_HOME"
-        found = []
-        for proc in psutil.process_iter():
-            try:
-                if proc.environ().get(key) == str(self.config) \
-                        and proc.status() != psutil.STATUS_ZOMBIE:
-                    found.append(proc)
-            except (psutil.Error, OSError):
-                continue
-        return found
+        return live_with_env(key, str(self.config))
 
     def close(self) -> None:
         for proc in self.lab_processes():

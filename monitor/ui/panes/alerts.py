@@ -4,6 +4,9 @@ The pane follows like ``tail -f``: while its cursor is on the first row, new ale
 arrive at the top under the cursor. Once the person moves down, the cursor and the
 screen hold their row, and the title counts the new alerts above ("▲ 12 new");
 back on the first row (Home, or up), it follows again.
+
+Acknowledged alerts lose their dot, and the title says when the bell is muted: the
+pane's ``marks`` reactive is bound to the app's ``alert_marks`` and shows them when set.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from __future__ import annotations
 from textual.reactive import var
 
 from monitor.snapshot import AlertEntry, Snapshot
-from monitor.ui.alerting import AlertBook
-from monitor.ui.panes.base import set_title
+from monitor.ui.alerting import AlertMarks
+from monitor.ui.panes.base import FollowsOwnState, set_title
 from monitor.ui.panes.rows import RowsView
 from monitor.ui.style import LEVEL_GLYPH, Palette, clock_time, tokens
 from monitor.ui.view import ViewState
@@ -28,17 +31,18 @@ def _tail(text: str, width: int) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1):]
 
 
-class AlertsPane(RowsView):
+class AlertsPane(FollowsOwnState, RowsView):
     DEFAULT_CLASSES = "pane"
 
     following: var[bool] = var(True)
     """The cursor is on the newest alert and stays there as new ones arrive."""
     new_above: var[int] = var(0)
     """Alerts above the cursor that arrived since the person left the top."""
+    marks: var[AlertMarks] = var(AlertMarks, init=False)
+    """Which alerts the person acknowledged, and whether the bell is muted."""
 
-    def __init__(self, book: AlertBook, **kw) -> None:
+    def __init__(self, **kw) -> None:
         super().__init__(COLUMNS, **kw)
-        self.book = book
         self.palette: Palette | None = None
         self.seen_seq = 0
         """The newest alert shown at the top when the person last was there."""
@@ -46,6 +50,9 @@ class AlertsPane(RowsView):
 
     def on_mount(self) -> None:
         self.border_title = "Alerts"
+
+    def watch_marks(self) -> None:
+        self.show_again_soon()
 
     def visible(self, snapshot: Snapshot, view: ViewState) -> list[AlertEntry]:
         return [a for a in reversed(snapshot.alerts) if view.alert_visible(a)][:SHOWN]
@@ -64,13 +71,15 @@ class AlertsPane(RowsView):
                 (" ".join(alert.message.split()), style))
 
     def show(self, snapshot: Snapshot, view: ViewState, palette: Palette) -> None:
+        self.shown_from = (snapshot, view, palette)
         if palette is not self.palette:
             self.palette = palette
             self.restyle()
-        unacked = sum(1 for a in snapshot.alerts if not self.book.is_acked(a))
-        muted = " · bell muted" if self.book.muted else ""
+        marks = self.marks
+        unacked = sum(1 for a in snapshot.alerts if not marks.is_acked(a))
+        muted = " · bell muted" if marks.muted else ""
         self._title = f"{view.alert_filter} · {unacked} unacknowledged{muted}"
-        rows = [(str(a.seq), (a, self.book.is_acked(a))) for a in self.visible(snapshot, view)]
+        rows = [(str(a.seq), (a, marks.is_acked(a))) for a in self.visible(snapshot, view)]
         if self.following:
             self.set_rows(rows, keep=rows[0][0] if rows else None)
         else:

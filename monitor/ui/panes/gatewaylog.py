@@ -107,14 +107,20 @@ class LogView(ScrollView, can_focus=True):
 class GatewayLogPane(Vertical):
     DEFAULT_CLASSES = "pane"
 
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.log_view = LogView(id="log-view")
+        self.search_input = Input(placeholder="search the gateway log (Enter: jump, Esc: clear)",
+                                  id="log-search")
+        """Hidden until the person searches (``/``)."""
+
     def compose(self) -> ComposeResult:
-        yield LogView(id="log-view")
-        yield Input(placeholder="search the gateway log (Enter: jump, Esc: clear)",
-                    id="log-search")
+        yield self.log_view
+        yield self.search_input
 
     def on_mount(self) -> None:
         self.border_title = "Gateway log"
-        self.query_one("#log-search", Input).display = False
+        self.search_input.display = False
 
     def show(self, snapshot: Snapshot, view: ViewState, palette: Palette) -> None:
         lines = view.log_lines(snapshot.log)
@@ -127,4 +133,4 @@ class GatewayLogPane(Vertical):
             title += f" · /{view.search}: " + (
                 f"{(current or 0) + 1} of {len(matches)}" if matches else "no match")
         set_title(self, title)
-        self.query_one(LogView).set_lines(lines, matches, current, view.search, palette)
+        self.log_view.set_lines(lines, matches, current, view.search, palette)

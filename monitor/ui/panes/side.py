@@ -106,10 +106,17 @@ def burn_caption(line: BurnLine) -> str:
 class BurnPane(Vertical):
     DEFAULT_CLASSES = "pane"
 
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.slots = [(PaneStatic(id=f"burn-label-{slot}", classes="burn-label"),
+                       Sparkline([0.0], id=f"burn-spark-{slot}", classes="burn-spark"))
+                      for slot in range(BURN_SLOTS)]
+        """(caption, sparkline) per slot, top to bottom."""
+
     def compose(self) -> ComposeResult:
-        for slot in range(BURN_SLOTS):
-            yield PaneStatic(id=f"burn-label-{slot}", classes="burn-label")
-            yield Sparkline([0.0], id=f"burn-spark-{slot}", classes="burn-spark")
+        for label, spark in self.slots:
+            yield label
+            yield spark
 
     def on_mount(self) -> None:
         self.border_title = "Token burn"
@@ -121,9 +128,7 @@ class BurnPane(Vertical):
         focus = focus_of(snapshot, view)
         lines: list[BurnLine | None] = [focus.burn if focus is not None else None]
         lines += [b for b in snapshot.top_burners if b.session_id != view.selected]
-        for slot in range(BURN_SLOTS):
-            label = self.query_one(f"#burn-label-{slot}", PaneStatic)
-            spark = self.query_one(f"#burn-spark-{slot}", Sparkline)
+        for slot, (label, spark) in enumerate(self.slots):
             wanted = slot < len(lines) and (slot > 0 or view.selected is not None)
             if label.display != wanted:
                 label.display = spark.display = wanted

@@ -1,31 +1,44 @@
-"""The status line: what is being read, what is missing and what to do, first-scan progress."""
+"""The status line: what is being read, what is missing and what to do, first-scan progress.
+
+Besides the snapshot, it shows the app's notes (theme errors, a reader that stopped):
+its ``notes`` reactive is bound to the app's ``status_notes`` and shows them when set.
+"""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.reactive import var
 from textual.widgets import ProgressBar
 
 from monitor.display import printable
 from monitor.snapshot import Snapshot
-from monitor.ui.panes.base import PaneStatic
+from monitor.ui.panes.base import FollowsOwnState, PaneStatic
 from monitor.ui.style import Palette
 from monitor.ui.view import ViewState
 
 
-class StatusLine(Horizontal):
+class StatusLine(FollowsOwnState, Horizontal):
     DEFAULT_CLASSES = "pane"
+
+    notes: var[tuple[str, ...]] = var((), init=False)
+    """Problems to keep in view, beside the snapshot's missing sources."""
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
-        self.notes: list[str] = []
+        self.status_text = PaneStatic(id="status-text")
+        self.scan_progress = ProgressBar(total=None, show_eta=False, id="scan-progress")
 
     def compose(self) -> ComposeResult:
-        yield PaneStatic(id="status-text")
-        yield ProgressBar(total=None, show_eta=False, id="scan-progress")
+        yield self.status_text
+        yield self.scan_progress
+
+    def watch_notes(self) -> None:
+        self.show_again_soon()
 
     def show(self, snapshot: Snapshot, view: ViewState, palette: Palette) -> None:
+        self.shown_from = (snapshot, view, palette)
         text = Text(no_wrap=True, overflow="ellipsis")
         if view.paused:
             text.append(" PAUSED — p resumes ", style=palette.style("text-warning",
@@ -48,8 +61,8 @@ class StatusLine(Horizontal):
             text.append(printable(" · ".join(s.text for s in fine)), style=palette.muted)
         elif not missing and not snapshot.scanning:
             text.append("no sources yet", style=palette.muted)
-        self.query_one("#status-text", PaneStatic).put(text, layout=False)
-        bar = self.query_one(ProgressBar)
+        self.status_text.put(text, layout=False)
+        bar = self.scan_progress
         if bar.display != snapshot.scanning:
             bar.display = snapshot.scanning
         if snapshot.scanning:

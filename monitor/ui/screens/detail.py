@@ -9,7 +9,6 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import Footer, Header
 
 from monitor.display import printable
@@ -17,6 +16,7 @@ from monitor.snapshot import Snapshot, TimelineEntry
 from monitor.ui.panes.base import PaneStatic, set_title
 from monitor.ui.panes.rows import RowsView
 from monitor.ui.panes.side import focus_of
+from monitor.ui.screens.base import PanesScreen
 from monitor.ui.style import LEVEL_GLYPH, Palette, clock_time, duration, tokens
 from monitor.ui.view import ViewState
 
@@ -115,21 +115,26 @@ class CallDetail(PaneStatic):
         self.put(text)
 
 
-class DetailScreen(Screen):
+class DetailScreen(PanesScreen):
+    """Rendered by the app like the main screen (``PanesScreen``), from the same view state."""
+
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back"),
                 Binding("backspace", "app.pop_screen", "Back", show=False)]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timeline = TimelineTable(id="timeline")
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield DetailSummary(id="detail-summary")
-        yield TimelineTable(id="timeline")
+        yield self.timeline
         yield CallDetail(id="call-detail")
         yield Footer()
 
     def on_mount(self) -> None:
         self.app.view = replace(self.app.view, detail_call=None)
-        self.query_one(TimelineTable).focus()
-        self.app.refresh_panes()
+        self.timeline.focus()
 
     @on(RowsView.Highlighted, "#timeline")
     def _call_highlighted(self, event: RowsView.Highlighted) -> None:

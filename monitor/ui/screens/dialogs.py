@@ -50,6 +50,8 @@ class ConfirmScreen(ModalScreen[bool]):
         self.body = body if isinstance(body, Text) else Text(printable(body,
                                                                      keep_newlines=True))
         self.confirm_label = confirm_label
+        self.cancel_button = Button("Cancel (n)", variant="primary", id="no")
+        """Focused when the dialog opens: Enter alone cancels."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -57,10 +59,10 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Static(self.body, id="dialog-body")
             with Horizontal(id="dialog-buttons"):
                 yield Button(f"{self.confirm_label} (y)", variant="error", id="yes")
-                yield Button("Cancel (n)", variant="primary", id="no")
+                yield self.cancel_button
 
     def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
+        self.cancel_button.focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

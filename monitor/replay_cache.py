@@ -1,0 +1,191 @@
+"""The replay cache: what ``replay`` made of each session, read again only when it changed.
+
+One file per replay input (state dir, paths, flags) under ``$XDG_CACHE_HOME/clawwatch/replay``
+(``~/.cache/clawwatch/replay``). Per session it keeps a fingerprint — the identity and size of
+every transcript file it was read from (or its rows' count, highest seq and rowid and stored
+bytes), its index records, the detector config and clawwatch's own code — and what the read
+gave: the session's state, its runs, and what its sources counted of it (events, errors and
+their samples). A later replay reads only the sessions whose fingerprint differs.
+
+The file is JSON, written to a temporary file and renamed into place, so concurrent replays
+each leave a whole file (the last one wins). A file that cannot be read, parsed or checked, or
+an entry of the wrong shape, is a miss: the session is read again, never answered wrongly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from monitor.detect.findings import Finding
+from monitor.pipeline import SessionState
+from monitor.sources.transcript import MAX_EPOCH_SECONDS
+
+CACHE_FORMAT = 1
+#: A cache file larger than this is not read (a miss): it was not written by us.
+MAX_CACHE_BYTES = 1 << 30
+_PACKAGE = Path(__file__).resolve().parent
+
+
+@dataclasses.dataclass
+class UnitRecord:
+    """What one session's read gave: its state, runs and per-source counts
+    (``source_id -> [events, errors, samples]``)."""
+
+    state: SessionState
+    runs: list[tuple[str, str]]
+    counts: dict[str, list]
+
+
+def cache_dir(env: dict[str, str] | os._Environ = os.environ) -> Path:
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "clawwatch" / "replay"
+
+
+def code_digest() -> str:
+    """Of clawwatch's own modules: another version may read sessions differently."""
+    digest = hashlib.sha256()
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        digest.update(str(path.relative_to(_PACKAGE)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def config_digest(config) -> str:
+    sections = {f.name: repr(getattr(config, f.name)) for f in dataclasses.fields(config)
+                if f.name not in ("source", "warnings") and not f.name.startswith("_")}
+    return hashlib.sha256(json.dumps(sections, sort_keys=True).encode()).hexdigest()
+
+
+def input_path(directory: Path, identity: Any) -> Path:
+    """The cache file of one replay input (``identity``: anything JSON names it by)."""
+    name = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode())
+    return directory / f"{name.hexdigest()[:32]}.json"
+
+
+def fingerprint(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def load(path: Path) -> dict[str, tuple[str, UnitRecord]]:
+    """``session_id -> (fingerprint, record)`` from ``path``; {} when it is missing or bad."""
+    try:
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size > MAX_CACHE_BYTES:
+                return {}
+            document = json.loads(handle.read())
+        if not isinstance(document, dict) or document.get("format") != CACHE_FORMAT:
+            return {}
+        units = document["units"]
+        if not isinstance(units, dict):
+            return {}
+    except (OSError, ValueError, KeyError, RecursionError):
+        return {}
+    kept: dict[str, tuple[str, UnitRecord]] = {}
+    for sid, entry in units.items():
+        try:
+            kept[sid] = (str(entry["fingerprint"]), _record_from_json(entry))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+    return kept
+
+
+def save(path: Path, units: dict[str, tuple[str, UnitRecord]]) -> None:
+    """Write ``units`` whole (a temporary file renamed over ``path``); failures are ignored:
+    the cache only saves time."""
+    document = {"format": CACHE_FORMAT, "units": {
+        sid: {"fingerprint": print_, **_record_to_json(record)}
+        for sid, (print_, record) in units.items()}}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".replay-", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(document, out, separators=(",", ":"))
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError:
+        pass
+
+
+# ------------------------------------------------------------------- encoding
+
+def _record_to_json(record: UnitRecord) -> dict:
+    state = {}
+    for f in dataclasses.fields(SessionState):
+        value = getattr(record.state, f.name)
+        if f.name == "findings":
+            value = [dataclasses.asdict(finding) for finding in value]
+        elif f.name == "tools":
+            value = dict(value)
+        state[f.name] = value
+    return {"state": state, "runs": record.runs, "counts": record.counts}
+
+
+def _record_from_json(entry: dict) -> UnitRecord:
+    raw = entry["state"]
+    if set(raw) != {f.name for f in dataclasses.fields(SessionState)}:
+        raise ValueError("fields differ")
+    values = {f.name: _checked(f.type, raw[f.name]) for f in dataclasses.fields(SessionState)
+              if f.name not in ("tools", "findings", "index_tokens")}
+    values["tools"] = Counter({_text(k): _count(v) for k, v in raw["tools"].items()})
+    values["findings"] = [_finding(finding) for finding in raw["findings"]]
+    if raw["index_tokens"] is not None:
+        values["index_tokens"] = tuple(_count(v) for v in raw["index_tokens"])
+        if len(values["index_tokens"]) != 3:
+            raise ValueError("index_tokens")
+    else:
+        values["index_tokens"] = None
+    state = SessionState(**values)
+    runs = [(_text(run), _text(sid)) for run, sid in entry["runs"]]
+    counts = {_text(source): [_count(events), _count(errors), [
+        {"path": _text(s["path"]), "where": _text(s["where"]), "message": _text(s["message"])}
+        for s in samples]] for source, (events, errors, samples) in entry["counts"].items()}
+    return UnitRecord(state, runs, counts)
+
+
+def _finding(raw: dict) -> Finding:
+    if set(raw) != {f.name for f in dataclasses.fields(Finding)}:
+        raise ValueError("fields differ")
+    return Finding(**{f.name: _checked(f.type, raw[f.name])
+                      for f in dataclasses.fields(Finding)})
+
+
+def _checked(annotation: str, value: Any) -> Any:
+    """``value`` when it has the type a field is annotated with, else ValueError: ``int`` a
+    count, ``float`` a number a time can be (costs too), ``str``, ``bool``; maybe None."""
+    annotation = str(annotation)
+    if value is None and annotation.endswith("| None"):
+        return None
+    kind = annotation.removesuffix(" | None")
+    if kind == "int":
+        return _count(value)
+    if kind == "float":
+        if type(value) not in (int, float) or not 0 <= value <= MAX_EPOCH_SECONDS:
+            raise ValueError("not a time or cost")  # NaN fails too
+        return float(value)
+    if kind == "bool" and type(value) is bool:
+        return value
+    if kind in ("str", "Level"):
+        return _text(value)
+    raise ValueError(f"not a {annotation}")
+
+
+def _text(value: Any) -> str:
+    if type(value) is not str:
+        raise ValueError("not text")
+    return value
+
+
+def _count(value: Any) -> int:
+    if type(value) is not int or value < 0:
+        raise ValueError("not a count")
+    return value

@@ -1,0 +1,85 @@
+"""What each session's transcripts gave a replay shard: events, errors and error samples per
+source, so the replay cache can give them again without reading the session.
+
+A source counts its events and errors as a whole; here each one is placed on the session it
+came from, by the event's ``session_id`` and the error's file (``Source.session_of``) or
+``<session>:<seq>`` row. ``agrees`` checks the placed counts add up to the sources' own: a
+count that could not be placed makes the shard's sessions uncacheable, never wrong.
+"""
+
+from __future__ import annotations
+
+from monitor.events import GatewayNotice, SessionInfo, SourceError, SourceNotice
+from monitor.sources.base import ERROR_SAMPLES_KEPT, sample_order
+from monitor.sources.sourceset import source_id
+
+
+class UnitTally:
+    def __init__(self, sources: list) -> None:
+        self._sources = sorted(sources, key=lambda s: len(s.path), reverse=True)
+        self._ids = {id(s): source_id(s) for s in sources}
+        #: session_id -> source_id -> [events, errors, samples]
+        self.units: dict[str, dict[str, list]] = {}
+        self.unplaced = 0
+
+    def add(self, events: list) -> None:
+        for event in events:
+            if isinstance(event, SourceError):
+                if not event.shared:        # counted by the main process, not here
+                    self._error(event)
+            elif isinstance(event, (SourceNotice, GatewayNotice)):
+                continue
+            elif isinstance(event, SessionInfo):
+                source = self._source_of(event.origin)
+                if source is not None and source.kind == "jsonl" \
+                        and hasattr(source, "read_entry"):     # written with its transcript
+                    self._count(event.session_id, source, 0)
+            else:
+                sid = getattr(event, "session_id", None)
+                source = self._source_of(getattr(event, "origin", ""))
+                if sid and source is not None:
+                    self._count(sid, source, 0)
+                else:
+                    self.unplaced += 1
+
+    def agrees(self, sources: list) -> bool:
+        """Every count placed: per source, the sessions' events and errors add up to its."""
+        if self.unplaced:
+            return False
+        for source in sources:
+            sid = self._ids.get(id(source))
+            events = sum(u[sid][0] for u in self.units.values() if sid in u)
+            errors = sum(u[sid][1] for u in self.units.values() if sid in u)
+            if (events, errors) != (source.events, source.errors):
+                return False
+        return True
+
+    def _error(self, error: SourceError) -> None:
+        source = self._source_of(error.path)
+        sid = None
+        if source is not None:
+            if source.kind == "sqlite":
+                head, colon, seq = error.where.rpartition(":")
+                sid = head if colon and seq.isdigit() else None
+            elif error.path != source.path and hasattr(source, "session_of"):
+                sid = source.session_of(error.path)
+        if sid is None:
+            self.unplaced += 1
+            return
+        unit = self._count(sid, source, 1)
+        samples = unit[2]
+        samples.append({"path": error.path, "where": error.where, "message": error.message})
+        samples.sort(key=lambda e: sample_order(e["path"], e["where"]))
+        del samples[ERROR_SAMPLES_KEPT:]
+
+    def _count(self, session_id: str, source, kind: int) -> list:
+        unit = self.units.setdefault(session_id, {}).setdefault(self._ids[id(source)],
+                                                                [0, 0, []])
+        unit[kind] += 1
+        return unit
+
+    def _source_of(self, where: str):
+        for source in self._sources:
+            if where.startswith(source.path):
+                return source
+        return None

@@ -1,0 +1,172 @@
+"""The replay cache: an unchanged dir is answered from it, an appended session alone is
+read again, and a cache that is corrupt, forged, stale or written concurrently is a miss,
+never a wrong document.
+
+Each test generates its own state dirs (both eras) and compares every document with a
+cold read of the same dir (``--no-cache``), byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import generate_state_dirs
+
+from monitor import replay as replay_module
+from monitor.config import Config, load_config
+from monitor.detect.engine import DetectionEngine
+from monitor.display import json_dumps
+from monitor.replay import ReplayInput, replay
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def dirs(tmp_path) -> Path:
+    return generate_state_dirs(tmp_path / "dirs")
+
+
+class ReadSpy:
+    """The sessions each replay read from its sources (not from the cache)."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.read: list[frozenset[str]] = []
+        real = replay_module.read_shard
+
+        def spy(what, config, engine_factory, sessions):
+            self.read.append(sessions)
+            return real(what, config, engine_factory, sessions)
+
+        monkeypatch.setattr(replay_module, "read_shard", spy)
+
+    def take(self) -> set[str]:
+        sessions = set().union(*self.read) if self.read else set()
+        self.read.clear()
+        return sessions
+
+
+def run(state_dir: Path, cache: Path, *, read_cache: bool = True, config=None) -> str:
+    what = ReplayInput(state_dir=str(state_dir), log_path=str(state_dir / "logs" /
+                                                               "openclaw.log"))
+    return json_dumps(replay(what, config or Config(), DetectionEngine, 1, cache=cache,
+                             read_cache=read_cache))
+
+
+def cold(state_dir: Path, tmp_path: Path) -> str:
+    return run(state_dir, tmp_path / "cold-cache", read_cache=False)
+
+
+@pytest.mark.parametrize("era", ["legacy", "sqlite"])
+def test_an_unchanged_dir_is_answered_from_the_cache(dirs, era, tmp_path, monkeypatch):
+    spy = ReadSpy(monkeypatch)
+    cache = tmp_path / "cache"
+    first = run(dirs / era, cache)
+    assert len(spy.take()) >= 80
+    assert run(dirs / era, cache) == first
+    assert spy.take() == set(), "a warm replay reads no transcript"
+    assert first == cold(dirs / era, tmp_path)
+    document = json.loads(first)
+    assert sum(s["errors"] for s in document["sources"]) >= 8, "error counts come back too"
+
+
+def append_to_one_session(state_dir: Path, era: str) -> str:
+    """Another hammer call and result on one session; its id."""
+    if era == "legacy":
+        path = sorted((state_dir / "agents" / "main" / "sessions").glob("*.jsonl"))[-1]
+        with path.open("a") as handle:
+            handle.write(json.dumps({"type": "message", "timestamp": "2026-11-30T10:00:00Z",
+                                     "message": {"role": "user", "content": "again"}}) + "\n")
+        return path.name[:-len(".jsonl")]
+    db = state_dir / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    with sqlite3.connect(db) as conn:
+        sid, top = conn.execute("SELECT session_id, max(seq) FROM transcript_events GROUP BY "
+                                "session_id ORDER BY session_id DESC LIMIT 1").fetchone()
+        conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at) "
+                     "VALUES (?, ?, ?, 0)", (sid, top + 1, json.dumps(
+                         {"type": "message", "message": {"role": "user", "content": "x"}})))
+    return sid
+
+
+@pytest.mark.parametrize("era", ["legacy", "sqlite"])
+def test_after_an_append_only_that_session_is_read(dirs, era, tmp_path, monkeypatch):
+    spy = ReadSpy(monkeypatch)
+    cache = tmp_path / "cache"
+    run(dirs / era, cache)
+    spy.take()
+    changed = append_to_one_session(dirs / era, era)
+    warm = run(dirs / era, cache)
+    assert spy.take() == {changed}
+    assert warm == cold(dirs / era, tmp_path)
+
+
+def test_another_config_is_a_miss(dirs, tmp_path, monkeypatch):
+    spy = ReadSpy(monkeypatch)
+    cache = tmp_path / "cache"
+    run(dirs / "legacy", cache)
+    spy.take()
+    strict = load_config(None, env={"CLAWWATCH_DETECTION__WARNING_THRESHOLD": "3"})
+    warm = run(dirs / "legacy", cache, config=strict)
+    assert len(spy.take()) >= 80
+    assert warm == run(dirs / "legacy", tmp_path / "other", read_cache=False, config=strict)
+
+
+def cache_files(cache: Path) -> list[Path]:
+    return sorted((cache).glob("*.json"))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "forged-counts",
+                                    "forged-fields", "forged-finding",
+                                    "other-format", "directory"])
+def test_a_damaged_cache_is_a_miss(dirs, tmp_path, damage):
+    cache = tmp_path / "cache"
+    expected = run(dirs / "legacy", cache)
+    (path,) = cache_files(cache)
+    text = path.read_text()
+    if damage == "garbage":
+        path.write_bytes(b"\x00\xff" * 1000)
+    elif damage == "truncated":
+        path.write_text(text[: len(text) // 2])
+    elif damage == "empty":
+        path.write_text("")
+    elif damage == "directory":
+        path.unlink()
+        path.mkdir()
+    else:
+        document = json.loads(text)
+        if damage == "other-format":
+            document["format"] = 999
+        for entry in document["units"].values():
+            if damage == "forged-counts":
+                entry["state"]["tool_calls"] = -5
+            elif damage == "forged-fields":
+                entry["state"]["surprise"] = 1
+            elif damage == "forged-finding":
+                for finding in entry["state"]["findings"]:
+                    finding["count"] = "many"
+        path.write_text(json.dumps(document))
+    assert run(dirs / "legacy", cache) == expected
+
+
+def test_concurrent_replays_each_get_the_document_and_leave_a_whole_cache(dirs, tmp_path):
+    """Four ``clawwatch replay`` processes at once on one cache: every document is the
+    cold one, and the cache left behind answers the next replay."""
+    env_cache = tmp_path / "xdg"
+    command = [sys.executable, "-m", "monitor", "replay", "--state-dir", str(dirs / "sqlite"),
+               "--json", "--jobs", "2"]
+    env = {"XDG_CACHE_HOME": str(env_cache), "HOME": str(tmp_path / "home"),
+           "PATH": "/usr/bin:/bin"}
+    procs = [subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    expected = subprocess.run([*command, "--no-cache"], cwd=REPO, env=env, text=True,
+                              capture_output=True, check=True).stdout
+    assert outputs == [expected] * 4
+    again = subprocess.run(command, cwd=REPO, env=env, text=True, capture_output=True,
+                           check=True).stdout
+    assert again == expected
+    assert not list((env_cache / "clawwatch" / "replay").glob(".replay-*")), "no temp files"
