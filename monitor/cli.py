@@ -343,6 +343,7 @@ def cmd_watch(args) -> int:
     from monitor.act.loop import build_action_loop
     from monitor.live import install_stop_signals, run_live
     from monitor.pipeline import Monitor, history_cutoff
+    from monitor.restart import ReportedBefore, rewound
     from monitor.sources.checkpoint import CheckpointStore, default_checkpoint_path
 
     stop = install_stop_signals()       # a signal during setup ends the loop at its start
@@ -367,12 +368,15 @@ def cmd_watch(args) -> int:
             codex_dirs=found.codex_dirs))
     resume = store.load() if store else None
     sources = _source_set(
-        state_dir=found.state_dir, log_path=found.log_path, resume=resume, log_stream=stream,
+        state_dir=found.state_dir, log_path=found.log_path,
+        resume=resume if args.from_start else rewound(resume), log_stream=stream,
         from_start=args.from_start, claude_dirs=tuple(found.claude_dirs),
         codex_dirs=tuple(found.codex_dirs),
         rolling_log_dirs=tuple(found.log_dirs) if found.log_is_rolling and not stream else ())
     monitor = Monitor(sources, _engine(config),
                       detect_since=None if args.from_start else history_cutoff(config))
+    if resume is not None and not args.from_start:
+        monitor.reported_before = ReportedBefore(resume)
     try:
         hub, server = _start_metrics(args, config, monitor)
     except SetupError:

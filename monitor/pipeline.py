@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -155,6 +156,10 @@ class Monitor:
         self.key_to_session: dict[str, str] = {}
         self.run_to_session = RunIndex(runs_kept or RUNS_KEPT)
         self.quiet = False
+        #: ``reported_before(event)``: a resumed ``watch`` reported it before it stopped
+        #: (``monitor.restart``); folded like the rest, without output records.
+        self.reported_before: Callable[[object], bool] | None = None
+        self._quiet_event = False
         self.polls = 0
         self.internal_errors = 0        # records skipped because folding one raised
         #: Every finding ever added, by ``(session_id, detector, level)`` (for ``--metrics``).
@@ -174,6 +179,8 @@ class Monitor:
         """Fold ``events`` (what a poll of the sources returned); the output records."""
         records: list[dict] = []
         for event in events:
+            self._quiet_event = self.quiet or (self.reported_before is not None
+                                               and self.reported_before(event))
             try:
                 self._fold(event, records)
             except Exception as exc:    # one record the code cannot take loses only itself
@@ -261,7 +268,7 @@ class Monitor:
         if isinstance(event, ToolCall):
             state.tool_calls += 1
             state.tools[event.name] += 1
-            if not self.quiet:
+            if not self._quiet_event:
                 records.append({
                     "type": "tool_call", "ts": iso(event.ts), "key": state.key,
                     "session_id": state.session_id, "agent_id": state.agent_id,
@@ -343,7 +350,7 @@ class Monitor:
     def _add_finding(self, state: SessionState, finding: Finding, records: list[dict]) -> None:
         state.add_finding(finding)
         self.finding_counts[(state.session_id, finding.detector, finding.level)] += 1
-        if not self.quiet:
+        if not self._quiet_event:
             records.append({
                 "type": "finding", "ts": iso(finding.ts), "key": state.key,
                 "session_id": state.session_id, **finding.as_json(),

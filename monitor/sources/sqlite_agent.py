@@ -26,6 +26,11 @@ average decoded row size read so far.
 a database that appears after start, one replaced underneath, and a newer
 schema are reported and survived.
 
+Sessions OpenClaw moved to cold storage (``session_transcript_cold_archives``) are read from
+their archives by ``sqlite_cold.ColdReader``, checked as OpenClaw checks them, on each sweep:
+only events past the session's seq cursor, so a session archived while it is followed is
+never read twice.
+
 Tables that are not STRICT hold values of any type, so every row is checked
 (``sqlite_ro.check_row``) before it is used: a row whose session id is not text, whose
 ``seq`` or ``updated_at`` is not an integer in range, or whose ``entry_json`` is not text is
@@ -46,6 +51,7 @@ from monitor import untrusted_json
 from monitor.events import SessionInfo, SourceNotice
 from monitor.sources.base import Source
 from monitor.sources.regular import NotRegularFile, check_sqlite_files
+from monitor.sources.sqlite_cold import COLD_TABLE, ColdReader, has_cold_table
 from monitor.sources.sqlite_ro import (
     BadRow,
     check_row,
@@ -142,6 +148,8 @@ class SqliteAgentSource(Source):
         self._immutable = False
         self._opened_versions: tuple | None = None
         self._quiet_reopen = False
+        self._cold = ColdReader(self)
+        self._swept = False
 
     # ----------------------------------------------------------------- opening
 
@@ -169,7 +177,8 @@ class SqliteAgentSource(Source):
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             info = {
                 table: conn.execute(f"PRAGMA table_info({table})").fetchall()
-                for table in ("session_nodes", "session_windows", "transcript_events")
+                for table in ("session_nodes", "session_windows", "transcript_events",
+                              COLD_TABLE)
             }
             columns = {table: {row[1] for row in rows} for table, rows in info.items()}
             not_null = {table: {row[1] for row in rows if row[3]} for table, rows in info.items()}
@@ -319,6 +328,10 @@ class SqliteAgentSource(Source):
                 else:       # no session to read it with: reported here, once
                     self._bad_row([], "transcript_events", top_rowid, (type_name(sid), sid),
                                   f"session_id is {type_name(sid)}, not text")
+            if has_cold_table(self._columns):
+                for sid, (weight, identity) in self._cold.units(self._conn).items():
+                    hot_weight, hot = units.get(sid, (0, []))
+                    units[sid] = (hot_weight + weight, [*hot, *identity])
         except sqlite3.DatabaseError as exc:
             self.error("query", f"database unreadable: {exc}", shared=True)
         return units
@@ -433,6 +446,7 @@ class SqliteAgentSource(Source):
         now = time.monotonic()
         if now - self._last_sweep >= self.sweep_seconds or top < self.row_watermark:
             self._last_sweep = now
+            self._swept = True
             for sid, max_seq, last_rowid in conn.execute(SWEEP_SQL):
                 if max_seq is not None:
                     self._note_candidate(found, sid, max_seq, last_rowid, out)
@@ -465,6 +479,7 @@ class SqliteAgentSource(Source):
         columns = self._columns.get("transcript_events", set())
         if not {"session_id", "seq", "event_json"} <= columns:
             return
+        self._swept = False
         for sid, (rowid, seq) in self._candidate_sessions(conn, out).items():
             seen = self._pending.get(sid)
             self._pending[sid] = (rowid, seq) if seen is None else (
@@ -501,9 +516,14 @@ class SqliteAgentSource(Source):
             if self.behind:
                 break
             del self._pending[sid]
+        if self._swept and has_cold_table(self._columns):
+            self._cold.scan(conn, out)
+        if self._cold.due and not self.behind:
+            spent_bytes += self._cold.read(conn, out, self.poll_budget_bytes - spent_bytes)
+            self.behind = bool(self._cold.due)
         self._rows_read += spent_rows
         self._decoded_bytes_read += spent_bytes
-        self.backlog_bytes = self._estimate_backlog()
+        self.backlog_bytes = self._estimate_backlog() + self._cold.backlog()
 
     def _estimate_backlog(self) -> int:
         """Unread rows of the pending sessions (by seq range, which OpenClaw allocates densely)

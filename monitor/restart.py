@@ -1,0 +1,84 @@
+"""Restart without forgetting: what a resumed ``watch`` already reported.
+
+A ``watch`` that resumes from its checkpoint reads the transcripts again from their start, so
+every session's detector windows, call numbers, token totals and findings are exactly what
+they were when it stopped (a loop at call 15 still turns critical at call 20), and reports only
+what lies beyond the checkpoint: ``ReportedBefore`` tells, for each event, whether the run
+that wrote the checkpoint had read it already. The gateway log resumes at its checkpoint (its
+lines only add to findings, and are not read twice).
+
+History older than ``history.active_within`` is counted without detectors, so reading it again
+costs what the board's first scan costs.
+"""
+
+from __future__ import annotations
+
+import os
+
+from monitor.sources.tail import FollowerState
+
+#: Checkpoint keys of sources that are read again from their start on a restart.
+REWOUND_KINDS = ("jsonl", "sqlite")
+
+
+def rewound(checkpoint: dict | None) -> dict | None:
+    """The checkpoint a resumed ``watch`` gives its sources: the gateway log's positions
+    only (the transcripts are read again from their start)."""
+    if checkpoint is None:
+        return None
+    return {key: value for key, value in checkpoint.items()
+            if key.partition(":")[0] not in REWOUND_KINDS}
+
+
+class ReportedBefore:
+    """``reported_before(event)``: the event lies before the checkpoint's position in its
+    transcript (a file's offset, while the file is the one the checkpoint saw; a session's
+    highest seq in an agent database)."""
+
+    def __init__(self, checkpoint: dict) -> None:
+        self._files: dict[str, FollowerState] = {}
+        self._seqs: dict[tuple[str, str], int] = {}
+        for key, value in checkpoint.items():
+            kind, _, path = key.partition(":")
+            if kind not in REWOUND_KINDS or not isinstance(value, dict):
+                continue
+            for file, state in (value.get("files") or {}).items():
+                try:
+                    self._files[str(file)] = FollowerState.from_json(state)
+                except (KeyError, TypeError, ValueError):
+                    continue
+            for sid, seq in (value.get("seq") or {}).items():
+                if type(seq) is int:
+                    self._seqs[(path, str(sid))] = seq
+
+    def __call__(self, event) -> bool:
+        origin = getattr(event, "origin", "")
+        if not isinstance(origin, str) or not origin:
+            return False
+        path, at, where = origin.rpartition("@")
+        if at:
+            saved = self._files.get(path)
+            offset = _number(where.partition("#")[0])
+            return saved is not None and offset is not None and offset < saved.offset \
+                and _identity(path) == (saved.dev, saved.ino)
+        database, hash_, where = origin.partition("#")
+        sid, colon, seq = where.rpartition(":")
+        if not (hash_ and colon):
+            return False
+        saved_seq = self._seqs.get((database, sid))
+        number = _number(seq.partition("#")[0])
+        return saved_seq is not None and number is not None and number <= saved_seq
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The file at ``path`` now (looked at each time: a file replaced since the checkpoint
+    is another file, whose lines were never reported)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _number(text: str) -> int | None:
+    return int(text) if text.isdigit() and len(text) <= 20 else None
