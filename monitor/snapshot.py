@@ -78,6 +78,8 @@ class BoardRow:
     alerts: int
     #: "index": the tokens are the session index's totals (no transcript usage read).
     tokens_from: str = "transcript"
+    #: Which tool wrote the session: "openclaw", "claude-code" or "codex" (printable).
+    source: str = "openclaw"
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,7 +431,7 @@ class SnapshotBuilder:
         version = (state.tool_calls, state.assistant_messages, state.findings_total,
                    state.last_ts, state.status, state.key, state.label, state.model,
                    state.aborted_last_run, state.agent_id, state.tokens_input,
-                   state.index_tokens)
+                   state.index_tokens, state.source)
         cached = self._rows.get(state.session_id)
         if cached is not None and cached[0] == version:
             _, row, current = cached
@@ -457,7 +459,8 @@ class SnapshotBuilder:
             budget_percent=budget_percent, tokens_from=state.tokens_from,
             worst_detector=worst.detector if worst else None,
             worst_level=worst.level if worst else None, worst_count=worst.count if worst else 0,
-            last_ts=state.last_ts, idle_seconds=idle, alerts=state.findings_total)
+            last_ts=state.last_ts, idle_seconds=idle, alerts=state.findings_total,
+            source=shown(state.source or "openclaw", 20))
         self._rows[state.session_id] = (version, row, current)
         return row
 

@@ -15,8 +15,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 MAX_DEPTH = 64                  # far beyond any real tool argument or transcript entry
 TOO_DEEP = f"«nested deeper than {MAX_DEPTH} levels»"
+#: msgspec decodes what ``json.loads`` decodes, to the same values, about twice as fast; what
+#: it refuses (``NaN``, ``1e400``, lone surrogates, nesting past its limit) ``json.loads``
+#: decides, so the result never differs.
+_FAST = msgspec.json.Decoder()
 
 
 class UntrustedJSONError(ValueError):
@@ -27,9 +33,12 @@ def loads(text: str | bytes) -> Any:
     """``json.loads(text)`` with containers below ``MAX_DEPTH`` levels replaced by
     ``TOO_DEEP``; nesting too deep to decode raises ``UntrustedJSONError`` (a ValueError)."""
     try:
-        value = json.loads(text)
-    except RecursionError:
-        raise UntrustedJSONError("JSON nested too deeply") from None
+        value = _FAST.decode(text)
+    except (msgspec.MsgspecError, ValueError, RecursionError):
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            raise UntrustedJSONError("JSON nested too deeply") from None
     # A value cannot be deeper than its count of opening brackets (a C-speed count), so
     # almost every line skips the walk.
     if isinstance(text, str):

@@ -54,7 +54,7 @@ from monitor.ui.themes import DEFAULT_THEME
 from monitor.ui.view import ALERT_FILTERS, BOARD_FILTERS, LOG_FILTERS, SORTS, ViewState, cycle
 
 MAIN_SCREEN_ACTIONS = frozenset({"search", "next_match", "previous_match", "clear_search",
-                                 "filter", "sort", "detail"})
+                                 "filter", "source_filter", "sort", "detail"})
 
 
 class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
@@ -73,6 +73,7 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
         Binding("N", "previous_match", "Previous match", show=False),
         Binding("escape", "clear_search", "Clear search", show=False),
         Binding("f", "filter", "Filter"),
+        Binding("F", "source_filter", "Source"),
         Binding("o", "sort", "Sort", show=False),
         Binding("t", "next_theme", "Theme"),
         Binding("p", "pause", "Pause"),
@@ -298,6 +299,10 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
         else:
             self.view = replace(view, board_filter=cycle(BOARD_FILTERS, view.board_filter))
 
+    def action_source_filter(self) -> None:
+        """Board and alerts: all sources → openclaw → claude-code → codex."""
+        self.view = self.view.next_source()
+
     def action_sort(self) -> None:
         self.view = replace(self.view, sort=cycle(SORTS, self.view.sort))
 
@@ -372,6 +377,8 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
             ("Mute / unmute bell", "Toggle the bell on critical findings", "mute"),
             ("Search gateway log", "Search the gateway log (n/N: next/previous)", "search"),
             ("Filter", "Cycle the focused pane's filter", "filter"),
+            ("Filter by source", "Board and alerts: all, OpenClaw, Claude Code, Codex",
+             "source_filter"),
             ("Sort board", "Cycle the board's sort order", "sort"),
             ("Pause / resume display", "Freeze the display; reading goes on", "pause"),
             ("Session detail", "Tool-call timeline of the selected session", "detail"),

@@ -7,11 +7,12 @@ with the snapshot and never change it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from monitor.snapshot import AlertEntry, BoardRow, LogLine
 
 BOARD_FILTERS = ("all", "active", "problems")
+SOURCE_FILTERS = ("all", "openclaw", "claude-code", "codex")
 ALERT_FILTERS = ("all", "warning", "critical")
 LOG_FILTERS = ("all", "info", "warn", "error")
 SORTS = ("severity", "burn", "tokens", "calls", "recent", "session")
@@ -19,6 +20,11 @@ LOG_RANK = {"TRACE": 0, "DEBUG": 1, "INFO": 2, "WARN": 3, "WARNING": 3, "ERROR":
 LOG_FILTER_RANK = {"all": 0, "info": 2, "warn": 3, "error": 4}
 LEVEL_RANK = {None: 0, "warning": 1, "critical": 2}
 STATE_RANK = {"looping": 5, "stalled": 4, "running": 3, "idle": 2, "stopped": 1, "done": 0}
+
+
+def _source_of_key(key: str) -> str | None:
+    prefix = key.partition(":")[0]
+    return {"claude-code": "claude-code", "codex": "codex", "agent": "openclaw"}.get(prefix)
 
 
 def cycle(options: tuple[str, ...], current: str) -> str:
@@ -29,6 +35,7 @@ def cycle(options: tuple[str, ...], current: str) -> str:
 class ViewState:
     selected: str | None = None
     board_filter: str = "all"
+    source_filter: str = "all"
     sort: str = "severity"
     alert_filter: str = "all"
     log_filter: str = "all"
@@ -39,8 +46,14 @@ class ViewState:
 
     # ----------------------------------------------------------- board
 
+    def next_source(self) -> ViewState:
+        """The view with the next source filter: all → openclaw → claude-code → codex."""
+        return replace(self, source_filter=cycle(SOURCE_FILTERS, self.source_filter))
+
     def board_rows(self, rows: tuple[BoardRow, ...]) -> list[BoardRow]:
         """The rows to show, in display order."""
+        if self.source_filter != "all":
+            rows = tuple(r for r in rows if r.source == self.source_filter)
         if self.board_filter == "active":
             rows = tuple(r for r in rows if r.state not in ("done", "stopped"))
         elif self.board_filter == "problems":
@@ -63,7 +76,23 @@ class ViewState:
 
     # ----------------------------------------------------------- alerts and log
 
-    def alert_visible(self, alert: AlertEntry) -> bool:
+    def alert_sources(self, rows: tuple[BoardRow, ...]) -> dict[str, str] | None:
+        """Session key and id → source, for ``alert_visible``; None without a source filter."""
+        if self.source_filter == "all":
+            return None
+        sources = {row.key: row.source for row in rows}
+        sources.update((row.session_id, row.source) for row in rows)
+        return sources
+
+    def alert_visible(self, alert: AlertEntry, sources: dict[str, str] | None = None) -> bool:
+        """Shown under the level filter and, given ``sources`` (``alert_sources``), the
+        source filter: an alert of a session the board does not know, or of no session,
+        is judged by its key's prefix (``claude-code:``, ``codex:``, ``agent:``), or kept."""
+        if sources is not None:
+            source = sources.get(alert.session_id) or sources.get(alert.session_key) \
+                or _source_of_key(alert.session_key)
+            if source is not None and source != self.source_filter:
+                return False
         if alert.kind == "action" or self.alert_filter == "all":
             return True
         if self.alert_filter == "critical":

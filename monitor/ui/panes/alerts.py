@@ -1,4 +1,5 @@
-"""Alerts: findings and actions across sessions, newest first, filtered by level.
+"""Alerts: findings and actions across sessions, newest first, filtered by level (and by
+source when the view has a source filter).
 
 The pane follows like ``tail -f``: while its cursor is on the first row, new alerts
 arrive at the top under the cursor. Once the person moves down, the cursor and the
@@ -55,7 +56,8 @@ class AlertsPane(FollowsOwnState, RowsView):
         self.show_again_soon()
 
     def visible(self, snapshot: Snapshot, view: ViewState) -> list[AlertEntry]:
-        return [a for a in reversed(snapshot.alerts) if view.alert_visible(a)][:SHOWN]
+        sources = view.alert_sources(snapshot.rows)
+        return [a for a in reversed(snapshot.alerts) if view.alert_visible(a, sources)][:SHOWN]
 
     def cells(self, payload: tuple[AlertEntry, bool]):
         alert, is_acked = payload
@@ -78,7 +80,8 @@ class AlertsPane(FollowsOwnState, RowsView):
         marks = self.marks
         unacked = sum(1 for a in snapshot.alerts if not marks.is_acked(a))
         muted = " · bell muted" if marks.muted else ""
-        self._title = f"{view.alert_filter} · {unacked} unacknowledged{muted}"
+        source = "" if view.source_filter == "all" else f" · source: {view.source_filter}"
+        self._title = f"{view.alert_filter}{source} · {unacked} unacknowledged{muted}"
         rows = [(str(a.seq), (a, marks.is_acked(a))) for a in self.visible(snapshot, view)]
         if self.following:
             self.set_rows(rows, keep=rows[0][0] if rows else None)

@@ -11,14 +11,18 @@ from monitor.ui.style import LEVEL_GLYPH, Palette, duration, percent, tokens
 from monitor.ui.view import ViewState
 
 COLUMNS = (
-    ("session", "Session", 28), ("agent", "Agent", 7), ("model", "Model", 11),
-    ("state", "State", 8), ("calls", "Calls", 6), ("in", "In", 7), ("out", "Out", 6),
-    ("burn", "Tok/min", 7), ("budget", "Budget", 6), ("worst", "Worst finding", 26),
-    ("idle", "Idle", 5),
+    ("session", "Session", 28), ("source", "Src", 3), ("agent", "Agent", 7),
+    ("model", "Model", 11), ("state", "State", 8), ("calls", "Calls", 6), ("in", "In", 7),
+    ("out", "Out", 6), ("burn", "Tok/min", 7), ("budget", "Budget", 6),
+    ("worst", "Worst finding", 26), ("idle", "Idle", 5),
 )
-COLUMN_SORT = {"session": "session", "state": "severity", "worst": "severity", "calls": "calls",
-               "in": "tokens", "out": "tokens", "burn": "burn", "budget": "burn",
-               "idle": "recent"}
+COLUMN_SORT = {"session": "session", "source": "session", "state": "severity",
+               "worst": "severity", "calls": "calls", "in": "tokens", "out": "tokens",
+               "burn": "burn", "budget": "burn", "idle": "recent"}
+
+#: The source column's short names and the theme variable each is drawn in.
+SOURCE_SHORT = {"openclaw": ("OC", "text-primary"), "claude-code": ("CC", "text-accent"),
+                "codex": ("CX", "text-secondary")}
 
 
 def _clip(text: str, width: int) -> str:
@@ -31,8 +35,10 @@ def row_cells(row: BoardRow) -> tuple[tuple[str, str, str], ...]:
     if row.worst_detector:
         worst = f"{LEVEL_GLYPH.get(row.worst_level or '', '')} {row.worst_detector} " \
                 f"×{tokens(row.worst_count)}"
+    short, variable = SOURCE_SHORT.get(row.source, (_clip(row.source, 3), "foreground-muted"))
     return (
         (_clip(row.label, 28), "level", row.worst_level or ""),
+        (short, "source", variable),
         (_clip(row.agent, 7), "muted", ""),
         (_clip(row.model or "-", 11), "muted", ""),
         (row.state, "state", row.state),
@@ -76,6 +82,8 @@ class SessionsBoard(RowsView):
             return palette.level(arg) if arg else palette.style("foreground")
         if kind == "muted":
             return palette.muted
+        if kind == "source":
+            return palette.style(arg)
         return palette.style("foreground")
 
     def show(self, snapshot: Snapshot, view: ViewState, palette: Palette) -> None:
@@ -85,7 +93,8 @@ class SessionsBoard(RowsView):
         rows = [(row.session_id, row) for row in view.board_rows(snapshot.rows)]
         self.total = len(snapshot.rows)
         count = f"{len(rows)}" if len(rows) == self.total else f"{len(rows)} of {self.total}"
-        set_title(self, f"Sessions ({count}) · sort: {view.sort} · filter: {view.board_filter}")
+        set_title(self, f"Sessions ({count}) · sort: {view.sort} · filter: {view.board_filter}"
+                        f" · source: {view.source_filter}")
         self.set_rows(rows, keep=view.selected)
 
     def has(self, session_id: str) -> bool:

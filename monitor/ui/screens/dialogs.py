@@ -25,6 +25,7 @@ HELP_KEYS = (
     ("m", "mute or unmute the bell"),
     ("/  n  N", "search the gateway log; next / previous match"),
     ("f", "filter the focused pane: board, alerts (level) or log (level)"),
+    ("F", "filter board and alerts by source: all, openclaw, claude-code, codex"),
     ("o", "sort the board: severity, burn, tokens, calls, recent, session"),
     ("t", "next theme"),
     ("p", "pause the display (reading goes on)"),
