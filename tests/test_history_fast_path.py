@@ -105,3 +105,36 @@ def test_the_board_shows_an_old_sessions_budget_share_from_its_totals(tmp_path):
     row = builder.build().row(state.session_id)
     assert state.tokens_total > 0 and monitor.engine._sessions == {}
     assert row.budget_percent == pytest.approx(state.tokens_total * 100.0 / 1_000_000)
+
+
+def test_a_history_sessions_timeline_is_read_when_it_is_looked_at(tmp_path):
+    """The scan keeps no timeline entry for history (only its calls counted); opening the
+    session reads them from its transcript: the same calls, arguments and outcomes a board
+    that detected on everything shows."""
+    from monitor.snapshot import SnapshotBuilder
+
+    state_dir = state_dir_with_hammer(tmp_path, 3 * DAY, "done")
+
+    def board(detect_since):
+        monitor = Monitor(SourceSet(state_dir=state_dir), DetectionEngine(Config()),
+                          detect_since=detect_since)
+        builder = SnapshotBuilder(monitor, time.time)
+        monitor.quiet = True
+        while monitor.step() or builder.feed.backlog:
+            pass
+        builder.finish_scan()
+        (state,) = monitor.sessions.values()
+        builder.focus = state.session_id
+        return state, builder
+
+    state, lazy = board(time.time() - DAY)
+    line = lazy.feed.timelines[state.session_id]
+    assert not line.calls and line.unread == state.tool_calls > 20
+    _, full = board(None)
+
+    def shown(builder):
+        return [(e.index, e.tool, e.arguments, e.outcome, e.exit_code, e.is_error)
+                for e in builder.build().focus.timeline]
+
+    assert shown(lazy) == shown(full)
+    assert [index for index, *_ in shown(lazy)] == list(range(1, state.tool_calls + 1))

@@ -58,6 +58,9 @@ class SourceSet:
         self.log_path = log_path
         self.rolling_log_dirs = rolling_log_dirs
         self.include_archives = include_archives
+        #: What this set was built from, for ``session_reader``.
+        self._inputs = {"paths": tuple(paths), "claude_dirs": tuple(claude_dirs),
+                        "codex_dirs": tuple(codex_dirs)}
         self.replay = replay
         self._resume = dict(resume or {})
         self.sources: list[Source] = []
@@ -202,6 +205,15 @@ class SourceSet:
             return source.poll()
         finally:
             source.poll_budget_bytes = budget
+
+    def session_reader(self, session_id: str) -> SourceSet:
+        """A set that reads one session's transcripts from their start to their end (a
+        board's timeline, loaded when the session is first looked at)."""
+        return SourceSet(state_dir=self.state_dir, paths=self._inputs["paths"],
+                         include_archives=self.include_archives, replay=True,
+                         transcripts_only=True, only_sessions=frozenset({session_id}),
+                         count_shared_errors=False, claude_dirs=self._inputs["claude_dirs"],
+                         codex_dirs=self._inputs["codex_dirs"])
 
     def keep_only_logs(self) -> None:
         """Close and drop every source but the gateway log(s), and find no more agents: the

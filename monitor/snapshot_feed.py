@@ -1,0 +1,232 @@
+"""What the dashboard keeps beside the ``Monitor``: the gateway-log tail and each session's
+tool-call timeline (the pipeline hands neither over).
+
+``SnapshotFeed`` sits between the ``SourceSet`` and the ``Monitor`` and releases a large
+backlog in slices, so the board fills progressively during the first scan instead of
+freezing. History the monitor only counts (``Monitor.detect_since``: older than
+``history.active_within``, its session not running) gets no timeline entries while it is
+read, only its calls counted; a session's timeline is read from its transcripts when it is
+first looked at (``SnapshotFeed.load_history``).
+
+Headless, like the snapshot: every string kept for showing has been through ``printable``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from monitor.display import printable
+from monitor.events import AssistantMessage, GatewayNotice, SessionInfo, ToolCall, ToolResult
+from monitor.redaction import clip, format_arguments, redact, redact_text, shown_start
+
+SLICE_EVENTS = 4000             # events released per step while a backlog drains
+LOG_LINES = 1000
+TIMELINE_CALLS = 200
+ARGS_CHARS = 400
+OUTCOME_CHARS = 120
+LABEL_CHARS = 200               # labels, models, agents: a pane never shows more
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    seq: int
+    ts: float | None
+    level: str
+    subsystem: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    index: int
+    ts: float | None
+    tool: str
+    arguments: str
+    outcome: str
+    exit_code: int | None
+    is_error: bool
+    repeats: bool
+    marks: tuple[tuple[str, str], ...]
+    tokens_in: int | None
+    tokens_out: int | None
+
+
+
+class _Call:
+    __slots__ = ("arguments", "exit_code", "index", "is_error", "key", "outcome", "repeats",
+                 "tokens_in", "tokens_out", "tool", "ts")
+
+    def __init__(self, index: int, event: ToolCall, usage: tuple[int, int] | None) -> None:
+        self.index, self.ts, self.tool = index, event.ts, shown(event.name)
+        self.arguments = clip(printable(format_arguments(redact(event.arguments, ARGS_CHARS))),
+                              ARGS_CHARS)
+        self.outcome, self.exit_code, self.is_error = "…", None, False
+        self.repeats, self.key = False, ""
+        self.tokens_in, self.tokens_out = usage if usage else (None, None)
+
+    def freeze(self, marks: tuple[tuple[str, str], ...]) -> TimelineEntry:
+        return TimelineEntry(self.index, self.ts, self.tool, self.arguments, self.outcome,
+                             self.exit_code, self.is_error, self.repeats, marks,
+                             self.tokens_in, self.tokens_out)
+
+
+class _Timeline:
+    __slots__ = ("calls", "count", "pending", "unread", "usage")
+
+    def __init__(self) -> None:
+        self.calls: deque[_Call] = deque(maxlen=TIMELINE_CALLS)
+        self.pending: dict[str, _Call] = {}
+        self.count = 0
+        #: Calls of history counted but not recorded: read when the timeline is looked at.
+        self.unread = 0
+        self.usage: tuple[int, int] | None = None
+
+
+class SnapshotFeed:
+    """Wraps a ``SourceSet`` (``Monitor.sources``), recording what the snapshot needs.
+
+    ``poll()`` hands events on in slices of at most ``slice_events`` (session index
+    records are cheap and do not count, so the whole index shows at once); ``backlog``
+    says how many read events still wait, ``released`` how many went through.
+
+    A timeline call "repeats" when its outcome key equals an earlier call's. With
+    ``keyed_by_engine`` the key is the detection engine's own (volatile values masked),
+    handed over through ``outcome_known`` as the engine folds the result, so no outcome is
+    normalised twice; a result the engine did not key by the next poll falls back to a
+    plain hash of tool, arguments and text.
+    """
+
+    def __init__(self, sources, *, keyed_by_engine: bool = False,
+                 slice_events: int = SLICE_EVENTS) -> None:
+        self.inner = sources
+        self.slice_events = slice_events
+        self.log: deque[LogLine] = deque(maxlen=LOG_LINES)
+        self.timelines: dict[str, _Timeline] = {}
+        self.keyed_by_engine = keyed_by_engine
+        #: ``(session_id, call_id) -> (timeline, call, result text)`` until the engine keys it.
+        self._awaiting_key: dict[tuple[str, str], tuple[_Timeline, _Call, str]] = {}
+        self.pending: deque = deque()
+        #: ``is_history(event)``: the monitor counts it without detecting on it (set by the
+        #: snapshot builder); such calls get no timeline entry until ``load_history``.
+        self.is_history: Callable[[object], bool] | None = None
+        self.read = 0
+        self.released = 0
+        self._log_seq = 0
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    @property
+    def backlog(self) -> int:
+        return len(self.pending)
+
+    def outcome_known(self, session_id: str, call_id: str, key: str) -> None:
+        """The engine's outcome key for a result this feed recorded."""
+        waiting = self._awaiting_key.pop((session_id, call_id), None)
+        if waiting is not None:
+            line, call, _ = waiting
+            _set_key(line, call, key)
+
+    def poll(self) -> list:
+        for line, call, text in self._awaiting_key.values():
+            _set_key(line, call, _plain_key(call, text))
+        self._awaiting_key.clear()
+        if not self.pending:
+            fresh = self.inner.poll()
+            self.read += len(fresh)
+            self.pending.extend(fresh)
+        out = []
+        heavy = 0
+        while self.pending and heavy < self.slice_events:
+            event = self.pending.popleft()
+            out.append(event)
+            heavy += not isinstance(event, SessionInfo)
+        self.released += len(out)
+        for event in out:
+            self._record(event)
+        return out
+
+    def _record(self, event) -> None:
+        if isinstance(event, GatewayNotice):
+            self._log_seq += 1
+            self.log.append(LogLine(self._log_seq, event.ts,
+                                    shown((event.level or "?").upper(), 12),
+                                    shown(event.subsystem or ""),
+                                    printable(redact_text(event.message), keep_newlines=True)))
+        elif isinstance(event, ToolCall):
+            line = self.timelines.setdefault(event.session_id, _Timeline())
+            line.count += 1
+            if self.is_history is not None and self.is_history(event):
+                line.unread += 1
+                line.usage = None
+                return
+            call = _Call(line.count, event, line.usage)
+            line.usage = None
+            line.calls.append(call)
+            line.pending[event.call_id] = call
+            if len(line.pending) > TIMELINE_CALLS:
+                line.pending.pop(next(iter(line.pending)))
+        elif isinstance(event, AssistantMessage):
+            if self.is_history is not None and self.is_history(event):
+                return
+            line = self.timelines.setdefault(event.session_id, _Timeline())
+            line.usage = (event.usage.input, event.usage.output)
+        elif isinstance(event, ToolResult):
+            line = self.timelines.get(event.session_id)
+            call = line.pending.pop(event.call_id, None) if line else None
+            if call is not None:
+                self._fill(line, call, event)
+
+    def load_history(self, session_id: str) -> None:
+        """Put the history calls of a session's timeline in place (the newest of them that
+        fit before its recorded calls), read from its transcripts; once."""
+        line = self.timelines.get(session_id)
+        if line is None or not line.unread or not hasattr(self.inner, "session_reader"):
+            return
+        unread, line.unread = line.unread, 0
+        room = TIMELINE_CALLS - len(line.calls)
+        if room <= 0:
+            return
+        reader = self.inner.session_reader(session_id)
+        loaded = SnapshotFeed(reader)
+        try:
+            while True:
+                events = loaded.poll()
+                if not events and not reader.behind and not loaded.backlog:
+                    break
+        finally:
+            reader.close()
+        found = loaded.timelines.get(session_id)
+        history = [c for c in found.calls if c.index <= unread][-room:] if found else []
+        line.calls = deque([*history, *line.calls], maxlen=TIMELINE_CALLS)
+
+    def _fill(self, line: _Timeline, call: _Call, result: ToolResult) -> None:
+        details = result.details if isinstance(result.details, dict) else {}
+        code = details.get("exitCode")
+        call.exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+        call.is_error = result.is_error
+        text = result.text or str(details.get("aggregated") or details.get("status") or "")
+        start = redact_text(shown_start(text, OUTCOME_CHARS))
+        call.outcome = clip(printable(start), OUTCOME_CHARS) or "(empty)"
+        if self.keyed_by_engine:
+            self._awaiting_key[(result.session_id, result.call_id)] = (line, call, text)
+        else:
+            _set_key(line, call, _plain_key(call, text))
+
+
+def shown(text: str, limit: int = LABEL_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (… marks a cut), made printable."""
+    return printable(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def _plain_key(call: _Call, text: str) -> str:
+    return hashlib.sha1(f"{call.tool}\0{call.arguments}\0{text}".encode(
+        "utf-8", "replace")).hexdigest()
+
+
+def _set_key(line: _Timeline, call: _Call, key: str) -> None:
+    call.key = key
+    call.repeats = any(c.key == key for c in line.calls if c is not call and c.key)
