@@ -9,7 +9,9 @@ lines name the sessions and runs the shards found, and writes the document.
 
 The document does not depend on how many jobs read it: ``--jobs 1`` is the same path with
 one shard, in this process; shards are merged by session id, error samples are kept by place
-(``sources.base.sample_order``), and runs are joined in sorted order.
+(``sources.base.sample_order``), the errors no session owns (the index's, a database's) are
+counted by the main process, and runs are joined in sorted order. Sessions whose fingerprint
+the replay cache (``monitor.replay_cache``) still holds are not read at all.
 
 Two things fall back to one shard: a per-agent or nightly token budget (it adds up tokens
 across sessions, in reading order), and a dir too small to be worth a process.
