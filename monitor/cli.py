@@ -108,8 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="worker processes reading sessions in parallel (default: every "
                              "core); the document is the same for any N")
     replay.add_argument("--no-cache", action="store_true",
-                        help="read every session again instead of taking unchanged ones "
-                             "from the replay cache (~/.cache/clawwatch/replay)")
+                        help="a cold run: read every session, neither reading nor writing "
+                             "the replay cache (~/.cache/clawwatch/replay)")
 
     watch = commands.add_parser("watch", help="follow live and print findings")
     _add_global_options(watch, USES["watch"])
@@ -317,8 +317,8 @@ def cmd_replay(args) -> int:
     if not sources.sources and not state_dir:
         raise SetupError("clawwatch replay: nothing readable was given")
     document = redact_record(replay(what, config, DetectionEngine, args.jobs or default_jobs(),
-                                    sources=sources, cache=cache_dir(),
-                                    read_cache=not args.no_cache))
+                                    sources=sources,
+                                    cache=None if args.no_cache else cache_dir()))
     if args.json:
         sys.stdout.write(json_dumps(document) + "\n")
     else:

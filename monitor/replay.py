@@ -103,7 +103,8 @@ def replay(what: ReplayInput, config, engine_factory, jobs: int, *,
     """The replay document of shared/CONTRACT.md for ``what``, read with up to ``jobs``
     worker processes. ``sources`` is ``SourceSet(**what…, replay=True)`` when the caller
     has built it already (to report setup errors itself); it is closed here. ``cache``: the
-    dir of the replay cache (None: none); with ``read_cache`` False it is written, not read."""
+    dir of the replay cache (None: none); with ``read_cache`` False it is written, not read
+    (a cold run that leaves a cache)."""
     if sources is None:
         sources = SourceSet(state_dir=what.state_dir, log_path=what.log_path,
                             paths=what.paths, include_archives=what.include_archives,

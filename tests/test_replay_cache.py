@@ -3,7 +3,7 @@ read again, and a cache that is corrupt, forged, stale or written concurrently i
 never a wrong document.
 
 Each test generates its own state dirs (both eras) and compares every document with a
-cold read of the same dir (``--no-cache``), byte for byte.
+cold read of the same dir, byte for byte.
 """
 
 from __future__ import annotations
@@ -154,17 +154,19 @@ def test_a_damaged_cache_is_a_miss(dirs, tmp_path, damage):
 
 def test_concurrent_replays_each_get_the_document_and_leave_a_whole_cache(dirs, tmp_path):
     """Four ``clawwatch replay`` processes at once on one cache: every document is the
-    cold one, and the cache left behind answers the next replay."""
+    cold one (``--no-cache``, which leaves no cache), and the cache left behind answers the
+    next replay."""
     env_cache = tmp_path / "xdg"
     command = [sys.executable, "-m", "monitor", "replay", "--state-dir", str(dirs / "sqlite"),
                "--json", "--jobs", "2"]
     env = {"XDG_CACHE_HOME": str(env_cache), "HOME": str(tmp_path / "home"),
            "PATH": "/usr/bin:/bin"}
+    expected = subprocess.run([*command, "--no-cache"], cwd=REPO, env=env, text=True,
+                              capture_output=True, check=True).stdout
+    assert not env_cache.exists(), "--no-cache neither reads nor writes the cache"
     procs = [subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
              for _ in range(4)]
     outputs = [p.communicate(timeout=300)[0] for p in procs]
-    expected = subprocess.run([*command, "--no-cache"], cwd=REPO, env=env, text=True,
-                              capture_output=True, check=True).stdout
     assert outputs == [expected] * 4
     again = subprocess.run(command, cwd=REPO, env=env, text=True, capture_output=True,
                            check=True).stdout
