@@ -64,7 +64,8 @@ def main() -> int:
     from monitor.config import MetricsConfig, load_config
     from monitor.demo.sim.simulator import Simulator
     from monitor.detect.engine import DetectionEngine
-    from monitor.metrics import MetricsHub, MetricsServer
+    from monitor.metrics import MetricsHub
+    from monitor.metrics_server import MetricsServer
     from monitor.pipeline import Monitor
     from monitor.sources.sourceset import SourceSet
 

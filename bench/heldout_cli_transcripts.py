@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))
 from monitor.events import ToolResult  # noqa: E402
 from monitor.sources.claude_code import ClaudeCodeSource  # noqa: E402
 from monitor.sources.codex import CodexSource  # noqa: E402
-from monitor.sources.tail import complete_files  # noqa: E402
+from monitor.sources.tail_state import complete_files  # noqa: E402
 from tests.e2e import scripted_models as sm  # noqa: E402
 from tests.e2e.cli_agents_lab import (  # noqa: E402
     MODEL_ID,

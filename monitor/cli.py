@@ -180,7 +180,7 @@ def _start_metrics(args, config, monitor):
     listen = getattr(args, "metrics", None) or settings.listen
     if not listen:
         return None, None
-    from monitor.metrics import MetricsListenError, start_metrics
+    from monitor.metrics_server import MetricsListenError, start_metrics
 
     try:
         hub, server = start_metrics(monitor, listen, max_sessions=settings.max_sessions,

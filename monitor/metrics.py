@@ -5,9 +5,10 @@ Nothing is counted on the hot path. The live loop runs each ``Monitor.step()`` t
 its output through ``MetricsHub.observe`` (action records, and ``hung_process`` findings,
 which the action loop makes outside the monitor). At scrape time the collector takes the
 lock, reads the monitor's current state into a frozen ``MetricsSnapshot`` and releases it;
-the exposition is written from the snapshot by ``prometheus_client`` (imported only when
-an exporter is started). A scrape that cannot get the lock within ``SCRAPE_WAIT_SECONDS``
-(a step reading a large backlog) is answered from the previous snapshot.
+the exposition is written from the snapshot by ``prometheus_client`` (``metrics_server``,
+imported only when an exporter is started). A scrape that cannot get the lock within
+``SCRAPE_WAIT_SECONDS`` (a step reading a large backlog) is answered from the previous
+snapshot.
 
 Per-session series (``clawwatch_session_*{session_key,agent}``) exist only for sessions
 with an event within ``lookback_seconds`` that have not ended (state ``done``), at most
@@ -26,7 +27,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from monitor import __version__
 from monitor.display import printable
 from monitor.snapshot import STATES, SnapshotBuilder
 
@@ -37,47 +37,6 @@ MAX_AGENTS = 200                # distinct agent label values; the rest are summ
 SCRAPE_WAIT_SECONDS = 2.0
 DEFAULT_MAX_SESSIONS = 500
 DEFAULT_LOOKBACK_SECONDS = 900.0
-DEFAULT_LISTEN = "127.0.0.1:9464"
-
-
-class MetricsListenError(ValueError):
-    """A ``--metrics`` / ``metrics.listen`` value that cannot be listened on."""
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> ``(host, port)``; a bare ``PORT`` means
-    loopback. An empty host is refused: listening on every interface must be spelled
-    ``0.0.0.0:PORT`` (or ``[::]:PORT``)."""
-    text = (text or "").strip()
-    if text.isdigit():
-        host, port_text = "127.0.0.1", text
-    elif text.startswith("["):
-        host, sep, port_text = text[1:].partition("]:")
-        if not sep:
-            raise MetricsListenError(f"{text!r}: expected [IPV6]:PORT")
-    else:
-        host, sep, port_text = text.rpartition(":")
-        if not sep:
-            raise MetricsListenError(f"{text!r}: expected HOST:PORT, e.g. {DEFAULT_LISTEN}")
-        if ":" in host:
-            raise MetricsListenError(f"{text!r}: write an IPv6 address as [ADDR]:PORT")
-    if not host:
-        raise MetricsListenError(f"{text!r}: name the host (127.0.0.1:PORT for loopback, "
-                                 "0.0.0.0:PORT for every interface)")
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise MetricsListenError(f"{text!r}: the port must be a number from 0 to 65535")
-    return host, int(port_text)
-
-
-def check_listen(value: str | None) -> str | None:
-    """For the config loader: an error message, or None."""
-    if value is None:
-        return None
-    try:
-        parse_listen(value)
-    except MetricsListenError as exc:
-        return str(exc)
-    return None
 
 
 def label(value: object) -> str:
@@ -320,171 +279,3 @@ def _unique(labels: tuple[str, ...], seen: set) -> tuple[str, ...]:
         candidate = (labels[0][:LABEL_CHARS - len(suffix)] + suffix, *labels[1:])
     seen.add(candidate)
     return candidate
-
-
-# ------------------------------------------------------------------ the exporter
-
-
-class ClawwatchCollector:
-    """A ``prometheus_client`` collector reading a fresh ``MetricsSnapshot`` per scrape."""
-
-    def __init__(self, hub: MetricsHub) -> None:
-        self.hub = hub
-
-    def describe(self):
-        return []
-
-    def collect(self):
-        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
-        snap = self.hub.snapshot()
-        build = GaugeMetricFamily("clawwatch_build_info", "clawwatch version (always 1)",
-                                  labels=["version"])
-        build.add_metric([__version__], 1)
-        yield build
-
-        findings = CounterMetricFamily(
-            "clawwatch_findings", "Findings reported, by detector, level and agent",
-            labels=["detector", "level", "agent"])
-        for labels, count in sorted(snap.findings.items()):
-            findings.add_metric(list(labels), count)
-        yield findings
-
-        actions = CounterMetricFamily("clawwatch_actions",
-                                      "Stops and kills performed (ok: whether they worked)",
-                                      labels=["action", "ok"])
-        for labels, count in sorted(snap.actions.items()):
-            actions.add_metric(list(labels), count)
-        yield actions
-        dry = CounterMetricFamily("clawwatch_dry_run_actions",
-                                  "Actions the policy would have taken (actions.mode dry-run)",
-                                  labels=["action"])
-        for action, count in sorted(snap.dry_run_actions.items()):
-            dry.add_metric([action], count)
-        yield dry
-
-        sessions = GaugeMetricFamily("clawwatch_sessions", "Known sessions by state",
-                                     labels=["state"])
-        for name in STATES:
-            sessions.add_metric([name], snap.states.get(name, 0))
-        yield sessions
-        yield GaugeMetricFamily(
-            "clawwatch_active_sessions",
-            "Sessions with an event within metrics.session_lookback_seconds, not ended",
-            value=snap.active)
-        yield GaugeMetricFamily(
-            "clawwatch_sessions_aggregated",
-            "Active sessions beyond metrics.max_sessions, summed into session_key=\"_other\"",
-            value=snap.other_count)
-
-        per_session = [*snap.sessions, *([snap.other] if snap.other else [])]
-        level = GaugeMetricFamily("clawwatch_session_level",
-                                  "Worst current finding of an active session: 0 ok, "
-                                  "1 warning, 2 critical", labels=["session_key", "agent"])
-        tokens = GaugeMetricFamily("clawwatch_session_tokens",
-                                   "Tokens an active session used (input + output + cache)",
-                                   labels=["session_key", "agent"])
-        burn = GaugeMetricFamily("clawwatch_session_burn_tokens_per_minute",
-                                 "An active session's token burn over the burn_rate window",
-                                 labels=["session_key", "agent"])
-        budget = GaugeMetricFamily("clawwatch_session_token_budget",
-                                   "An active session's token budget (budgets.session_tokens)",
-                                   labels=["session_key", "agent"])
-        calls = GaugeMetricFamily("clawwatch_session_tool_calls",
-                                  "Tool calls an active session made",
-                                  labels=["session_key", "agent"])
-        for sample in per_session:
-            labels = [sample.session_key, sample.agent]
-            level.add_metric(labels, sample.level)
-            tokens.add_metric(labels, sample.tokens)
-            burn.add_metric(labels, round(sample.burn_per_minute, 3))
-            calls.add_metric(labels, sample.tool_calls)
-            if sample.budget:
-                budget.add_metric(labels, sample.budget)
-        yield from (level, tokens, burn, budget, calls)
-
-        agent_tokens = CounterMetricFamily("clawwatch_tokens",
-                                           "Tokens used by every known session, by agent",
-                                           labels=["agent"])
-        for agent, value in sorted(snap.tokens.items()):
-            agent_tokens.add_metric([agent], value)
-        yield agent_tokens
-        agent_calls = CounterMetricFamily("clawwatch_tool_calls",
-                                          "Tool calls made in every known session, by agent",
-                                          labels=["agent"])
-        for agent, value in sorted(snap.tool_calls.items()):
-            agent_calls.add_metric([agent], value)
-        yield agent_calls
-
-        count = GaugeMetricFamily("clawwatch_sources", "Sources read, by kind", labels=["kind"])
-        events = CounterMetricFamily("clawwatch_source_events", "Events read, by source kind",
-                                     labels=["kind"])
-        errors = CounterMetricFamily("clawwatch_source_errors",
-                                     "Records or files that could not be read, by source kind",
-                                     labels=["kind"])
-        backlog = GaugeMetricFamily("clawwatch_source_backlog_bytes",
-                                    "Bytes known readable but not read yet, by source kind",
-                                    labels=["kind"])
-        last = GaugeMetricFamily("clawwatch_source_last_event_timestamp_seconds",
-                                 "When clawwatch last read an event from a source of this "
-                                 "kind (Unix time)", labels=["kind"])
-        for source in snap.sources:
-            count.add_metric([source.kind], source.sources)
-            events.add_metric([source.kind], source.events)
-            errors.add_metric([source.kind], source.errors)
-            backlog.add_metric([source.kind], source.backlog_bytes)
-            if source.last_event is not None:
-                last.add_metric([source.kind], source.last_event)
-        yield from (count, events, errors, backlog, last)
-
-        yield CounterMetricFamily("clawwatch_polls", "Steps of the live loop", value=snap.polls)
-        poll = GaugeMetricFamily("clawwatch_last_poll_timestamp_seconds",
-                                 "When the live loop last finished a step (Unix time)")
-        if snap.last_poll is not None:
-            poll.add_metric([], snap.last_poll)
-        yield poll
-        yield GaugeMetricFamily("clawwatch_scrape_build_seconds",
-                                "Time taken to read the state for this scrape",
-                                value=snap.build_seconds)
-
-
-class MetricsServer:
-    """The HTTP endpoint (``/metrics``) of one hub; ``close()`` stops it."""
-
-    def __init__(self, hub: MetricsHub, listen: str) -> None:
-        from prometheus_client import CollectorRegistry, start_http_server
-        from prometheus_client.gc_collector import GCCollector
-        from prometheus_client.platform_collector import PlatformCollector
-        from prometheus_client.process_collector import ProcessCollector
-
-        host, port = parse_listen(listen)
-        self.hub = hub
-        self.registry = CollectorRegistry()
-        ProcessCollector(registry=self.registry)
-        PlatformCollector(registry=self.registry)
-        GCCollector(registry=self.registry)
-        self.registry.register(ClawwatchCollector(hub))
-        try:
-            self.httpd, self.thread = start_http_server(port, addr=host, registry=self.registry)
-        except OSError as exc:
-            raise MetricsListenError(f"{listen}: cannot listen: {exc.strerror or exc}") \
-                from None
-        self.host, self.port = host, self.httpd.server_address[1]
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
-
-
-def start_metrics(monitor, listen: str, *, max_sessions: int = DEFAULT_MAX_SESSIONS,
-                  lookback_seconds: float = DEFAULT_LOOKBACK_SECONDS
-                  ) -> tuple[MetricsHub, MetricsServer]:
-    """A hub on ``monitor`` and its endpoint on ``listen`` (raises ``MetricsListenError``)."""
-    hub = MetricsHub(monitor, max_sessions=max_sessions, lookback_seconds=lookback_seconds)
-    return hub, MetricsServer(hub, listen)

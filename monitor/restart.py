@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from monitor.sources.tail import FollowerState
+from monitor.sources.tail_state import FollowerState
 
 #: Checkpoint keys of sources that are read again from their start on a restart.
 REWOUND_KINDS = ("jsonl", "sqlite")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from monitor.detect.findings import LEVEL_RANK, LOOP_DETECTORS, Finding
 from monitor.detect.status import BurnStatus, PingPongPair, StreakStatus
@@ -42,6 +42,7 @@ CURRENT_CALLS = 12              # a loop finding within this many calls is still
 CURRENT_SECONDS = 300.0         # … as is any finding this recent (relative to the last event)
 ALERTS_KEPT = 1000
 TOP_BURNERS = 3
+ABSORBED = frozenset({"finding", "action", "error", "notice"})  # records the builder folds
 
 # ------------------------------------------------------------------ the picture
 
@@ -146,6 +147,15 @@ class Snapshot:
 # ------------------------------------------------------------------ the builder
 
 
+def _with_idle(row: BoardRow, idle: float | None, state: str) -> BoardRow:
+    """``replace(row, idle_seconds=idle, state=state)``, about twice as fast: every row of an
+    unchanged session gets it once a second, 10,000 rows a build on a large state dir."""
+    return BoardRow(row.session_id, row.key, row.label, row.agent, row.model, state,
+                    row.tool_calls, row.tokens_in, row.tokens_out, row.burn_per_minute,
+                    row.budget_percent, row.worst_detector, row.worst_level, row.worst_count,
+                    row.last_ts, idle, row.alerts, row.tokens_from, row.source)
+
+
 def _worst(findings: Iterable[Finding]) -> Finding | None:
     return max(findings, key=lambda f: (LEVEL_RANK.get(f.level, 0), f.ts or 0, f.count),
                default=None)
@@ -185,6 +195,8 @@ class SnapshotBuilder:
         """Fold one step's output records; return the alerts they added."""
         added = []
         for record in records:
+            if record.get("type") not in ABSORBED:
+                continue                    # session and tool_call records: nothing to show
             record = redact_record(record)  # the alerts pane and status line: secrets masked
             kind = record.get("type")
             if kind == "finding":
@@ -259,8 +271,7 @@ class SnapshotBuilder:
         if cached is not None and cached[0] == version:
             _, row, current = cached
             if row.idle_seconds != idle:
-                row = replace(row, idle_seconds=idle,
-                              state=self._state_of(state, current, idle))
+                row = _with_idle(row, idle, self._state_of(state, current, idle))
                 self._rows[state.session_id] = (version, row, current)
             return row
         current = self._current_findings(state)

@@ -73,12 +73,20 @@ class _Call:
                              self.tokens_in, self.tokens_out)
 
 
+_NO_CALLS: tuple = ()
+_NO_PENDING: dict = {}      # never written to: replaced by a dict of its own first
+
+
 class _Timeline:
+    """One session's calls. A session whose calls are all history the monitor only counts
+    (most of a large state dir) keeps no containers: ``calls`` and ``pending`` are shared
+    empty ones until its first recorded call (an empty deque alone is 600 bytes)."""
+
     __slots__ = ("calls", "count", "pending", "unread", "usage")
 
     def __init__(self) -> None:
-        self.calls: deque[_Call] = deque(maxlen=TIMELINE_CALLS)
-        self.pending: dict[str, _Call] = {}
+        self.calls: deque[_Call] | tuple = _NO_CALLS
+        self.pending: dict[str, _Call] = _NO_PENDING
         self.count = 0
         #: Calls of history counted but not recorded: read when the timeline is looked at.
         self.unread = 0
@@ -157,7 +165,7 @@ class SnapshotFeed:
                                     shown(event.subsystem or ""),
                                     printable(redact_text(event.message), keep_newlines=True)))
         elif isinstance(event, ToolCall):
-            line = self.timelines.setdefault(event.session_id, _Timeline())
+            line = self._timeline(event.session_id)
             line.count += 1
             if self.is_history is not None and self.is_history(event):
                 line.unread += 1
@@ -165,6 +173,10 @@ class SnapshotFeed:
                 return
             call = _Call(line.count, event, line.usage)
             line.usage = None
+            if line.calls is _NO_CALLS:
+                line.calls = deque(maxlen=TIMELINE_CALLS)
+            if line.pending is _NO_PENDING:
+                line.pending = {}
             line.calls.append(call)
             line.pending[event.call_id] = call
             if len(line.pending) > TIMELINE_CALLS:
@@ -172,13 +184,18 @@ class SnapshotFeed:
         elif isinstance(event, AssistantMessage):
             if self.is_history is not None and self.is_history(event):
                 return
-            line = self.timelines.setdefault(event.session_id, _Timeline())
-            line.usage = (event.usage.input, event.usage.output)
+            self._timeline(event.session_id).usage = (event.usage.input, event.usage.output)
         elif isinstance(event, ToolResult):
             line = self.timelines.get(event.session_id)
             call = line.pending.pop(event.call_id, None) if line else None
             if call is not None:
                 self._fill(line, call, event)
+
+    def _timeline(self, session_id: str) -> _Timeline:
+        line = self.timelines.get(session_id)
+        if line is None:
+            line = self.timelines[session_id] = _Timeline()
+        return line
 
     def load_history(self, session_id: str) -> None:
         """Put the history calls of a session's timeline in place (the newest of them that

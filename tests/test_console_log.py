@@ -30,7 +30,8 @@ import pytest
 
 from monitor.detect.gateway_notice import openclaw_loop_line
 from monitor.events import GatewayNotice, SourceError
-from monitor.sources.gateway_log import GatewayLogSource, parse_log_line, strip_ansi
+from monitor.sources.gateway_log import GatewayLogSource
+from monitor.sources.log_line_forms import parse_log_line, strip_ansi
 
 REPO = Path(__file__).resolve().parent.parent
 KEY = "agent:main:docker-run"

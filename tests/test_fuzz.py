@@ -34,7 +34,7 @@ from monitor.demo.sim.sqlite_writer import SCHEMA_PATH
 from monitor.detect.engine import DetectionEngine
 from monitor.events import SourceError
 from monitor.pipeline import Monitor
-from monitor.sources.gateway_log import MalformedLogLine, parse_log_line
+from monitor.sources.log_line_forms import MalformedLogLine, parse_log_line
 from monitor.sources.sourceset import SourceSet
 from monitor.sources.sqlite_agent import SqliteAgentSource
 from monitor.sources.transcript import parse_entry

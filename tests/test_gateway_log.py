@@ -8,12 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor.sources.gateway_log import (
-    GatewayLogSource,
-    MalformedLogLine,
-    parse_log_line,
-    rotated_siblings,
-)
+from monitor.sources.gateway_log import GatewayLogSource, rotated_siblings
+from monitor.sources.log_line_forms import MalformedLogLine, parse_log_line
 
 SAMPLE = Path(__file__).parent / "fixtures" / "gateway-log.sample.jsonl"
 

@@ -15,7 +15,7 @@ import json
 from monitor.config import Config
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor
-from monitor.sources.gateway_log import parse_log_line
+from monitor.sources.log_line_forms import parse_log_line
 from monitor.sources.sourceset import SourceSet
 
 VICTIM = "agent:main:victim"

@@ -26,14 +26,8 @@ from monitor.config import load_config
 from monitor.demo import DEMO_SCENARIOS, LOOPING
 from monitor.demo.sim.simulator import Simulator
 from monitor.detect.engine import DetectionEngine
-from monitor.metrics import (
-    LABEL_CHARS,
-    OTHER,
-    MetricsHub,
-    MetricsListenError,
-    MetricsServer,
-    parse_listen,
-)
+from monitor.metrics import LABEL_CHARS, OTHER, MetricsHub
+from monitor.metrics_server import MetricsListenError, MetricsServer, parse_listen
 from monitor.pipeline import Monitor
 from monitor.sources.sourceset import SourceSet
 from tests.hostile import HOSTILE_STRINGS, PAYLOAD, raw_controls

@@ -22,7 +22,8 @@ from chaos_writer import assistant_tool_call, dumps, session_header
 from monitor.events import GatewayNotice, SourceError, ToolCall
 from monitor.sources.gateway_log import GatewayLogSource
 from monitor.sources.legacy import LegacySessionsSource
-from monitor.sources.tail import FileFollower, FollowerState, complete_files
+from monitor.sources.tail import FileFollower
+from monitor.sources.tail_state import FollowerState, complete_files
 
 SID = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 KEY = "agent:main:partial"

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from monitor.cli import build_parser
-from monitor.metrics import MetricsHub, MetricsServer
+from monitor.metrics import MetricsHub
+from monitor.metrics_server import MetricsServer
 from tests.prom_tools import tool
 from tests.test_metrics import catch_up, monitor_of, samples, scrape, world
 

@@ -31,9 +31,10 @@ from monitor.detect.engine import DetectionEngine
 from monitor.events import SessionInfo, SourceError, SourceNotice
 from monitor.pipeline import Monitor
 from monitor.snapshot import SnapshotBuilder
-from monitor.sources.legacy import LegacySessionsSource, session_file_path
+from monitor.sources.legacy import LegacySessionsSource
 from monitor.sources.sourceset import SourceSet
 from monitor.sources.sqlite_agent import SqliteAgentSource
+from monitor.sources.transcript_names import session_file_path
 
 NOW = time.time()
 SID = "0b6f3c7e-5d1a-4c1e-9f3a-2a7d8e9c1b10"

@@ -37,7 +37,7 @@ from monitor.events import (
 from monitor.sources.claude_code import ClaudeCodeSource, is_claude_code_entry
 from monitor.sources.codex import is_codex_entry
 from monitor.sources.jsonl_tree import first_entry
-from monitor.sources.tail import complete_files
+from monitor.sources.tail_state import complete_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 PROJECTS = FIXTURES / "projects"

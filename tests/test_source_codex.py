@@ -38,7 +38,7 @@ from monitor.events import (
 from monitor.sources.claude_code import is_claude_code_entry
 from monitor.sources.codex import CodexSource, is_codex_entry
 from monitor.sources.jsonl_tree import first_entry
-from monitor.sources.tail import complete_files
+from monitor.sources.tail_state import complete_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codex"
 SESSIONS = FIXTURES / "sessions"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 
-from monitor.sources.tail import FileFollower, FollowerState
+from monitor.sources.tail import FileFollower
+from monitor.sources.tail_state import FollowerState
 
 
 def append(path, data: bytes) -> None:

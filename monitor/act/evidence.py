@@ -45,10 +45,10 @@ import zstandard
 from monitor import untrusted_json
 from monitor.act.processes import ExecShell
 from monitor.act.runs import ExecPid
-from monitor.sources.legacy import session_file_path
 from monitor.sources.regular import check_sqlite_files, open_regular_file
 from monitor.sources.sqlite_ro import read_only_uri
 from monitor.sources.transcript import parse_timestamp
+from monitor.sources.transcript_names import session_file_path
 
 RECENT_SECONDS = 6 * 3600
 EVENTS_PER_SESSION = 400

@@ -247,7 +247,7 @@ class GatewayConfig:
 
 
 def _check_listen(value: str | None) -> str | None:
-    from monitor.metrics import check_listen
+    from monitor.metrics_server import check_listen
 
     return check_listen(value)
 

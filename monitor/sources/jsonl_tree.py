@@ -34,14 +34,8 @@ from monitor import untrusted_json
 from monitor.events import SourceNotice
 from monitor.sources.base import Source, file_units
 from monitor.sources.regular import open_regular_file
-from monitor.sources.tail import (
-    POLL_BUDGET_BYTES,
-    READ_STEP_BYTES,
-    FileFollower,
-    FollowerState,
-    Line,
-    TailNotice,
-)
+from monitor.sources.tail import POLL_BUDGET_BYTES, READ_STEP_BYTES, FileFollower
+from monitor.sources.tail_state import FollowerState, Line, TailNotice
 
 RESCAN_SECONDS = 1.0
 #: A directory whose mtime is this recent is listed again next time (same-tick creations).

@@ -8,18 +8,10 @@ sessions: a transcript renamed to an archive while followed is drained through
 its open descriptor (or, when its follower was suspended, found by inode), and is
 not opened again as an archive even when archives are read (``replay --archives``).
 
-Sidecars beside the transcripts are not transcripts and are never read as ones (nor
-their archives, nor when a ``sessionFile`` names one): ``<id>.trajectory.jsonl`` and
-``<id>.trajectory-path.json`` (OpenClaw 2026.6's runtime trace, whose records are
-``session.started``, ``model.completed``, ...) and the compaction checkpoints
-``<id>.checkpoint.<uuid>.jsonl`` (a copy of the transcript before a compaction), as
-OpenClaw's own ``isPrimarySessionTranscriptFileName`` rules. Every transcript read, listed
-in the index or not, an archive too, is its agent's (``agent_id``; ``SourceSet.agent_of``):
-it sits in ``agents/<id>/sessions/``.
-
-A ``sessionFile`` recorded on another machine (a Docker ``/home/node/.openclaw/...`` path,
-a Windows ``C:\\Users\\...`` one) that does not exist here is looked for by its file name
-in the sessions dir (``session_file_path``).
+Sidecars beside the transcripts and compaction checkpoints are never read as transcripts,
+and a ``sessionFile`` recorded on another machine is looked for by its file name here
+(``transcript_names``). The index is read by ``legacy_index``, the transcripts to follow are
+listed by ``legacy_listing``.
 
 State dirs hold thousands of transcripts, some of hundreds of MB, so one poll
 reads at most ``poll_budget_bytes`` (``behind`` says there is more), a catch-up
@@ -44,46 +36,23 @@ given as one line with the count and a few examples.
 from __future__ import annotations
 
 import os
-import re
-import stat
 import time
 from collections import OrderedDict
 from itertools import islice
 
 from monitor import untrusted_json
-from monitor.events import SessionInfo, SourceNotice
-from monitor.sources.base import Source, file_units
-from monitor.sources.regular import NotRegularFile, open_regular_file, refusal
-from monitor.sources.tail import (
-    POLL_BUDGET_BYTES,
-    READ_STEP_BYTES,
-    FileFollower,
-    FollowerState,
-    TailNotice,
-)
-from monitor.sources.transcript import (
-    UnknownEntry,
-    parse_entry,
-    parse_timestamp,
-    sane_count,
-)
+from monitor.events import SourceNotice
+from monitor.sources.base import Source
+from monitor.sources.legacy_index import SessionIndexReader
+from monitor.sources.legacy_listing import TranscriptListing
+from monitor.sources.tail import POLL_BUDGET_BYTES, READ_STEP_BYTES, FileFollower
+from monitor.sources.tail_state import FollowerState, TailNotice
+from monitor.sources.transcript import UnknownEntry, parse_entry
+from monitor.sources.transcript_names import is_archive
 
-ARCHIVE_MARKERS = (".jsonl.reset.", ".jsonl.deleted.")
-#: Sidecars OpenClaw writes beside a transcript (``<id>.jsonl``): runtime trajectory trace
-#: and its pointer file.
-SIDECAR_SUFFIXES = (".trajectory.jsonl", ".trajectory-path.json")
-#: A compaction checkpoint: the transcript as it was before a compaction.
-CHECKPOINT_NAME = re.compile(
-    r"^.+\.checkpoint\.[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
-    r"\.jsonl$", re.IGNORECASE)
 #: Followers kept open at once; idle ones beyond this are suspended (descriptor closed,
 #: position kept) so a dir of thousands of transcripts fits a small ``ulimit -n``.
 MAX_OPEN_FOLLOWERS = 64
-#: A dir whose mtime is this recent is listed again on the next poll: a file created within
-#: the same mtime tick as the listing would not change the mtime.
-LISTING_RACY_SECONDS = 1.0
-#: A listing is trusted for at most this long even when the dir's mtime says nothing changed.
-LISTING_MAX_AGE_SECONDS = 30.0
 #: Idle followers (no descriptor open) are all checked on every poll up to this many ...
 IDLE_CHECK_ALL = 512
 #: ... beyond it, this many per second in turn (a stat each), plus those the waker names.
@@ -97,30 +66,7 @@ NOTICE_EXAMPLES = 3
 NOTICE_HOLD_SECONDS = 10.0
 
 
-def is_sidecar(name: str) -> bool:
-    """Whether a file name (or path) is a sidecar or a compaction checkpoint, or an
-    archive of one (``<id>.trajectory.jsonl.reset.<ts>``): never a transcript."""
-    base = os.path.basename(name)
-    for marker in ARCHIVE_MARKERS:
-        at = base.find(marker)
-        if at >= 0:
-            base = base[:at + len(".jsonl")]
-            break
-    return base.endswith(SIDECAR_SUFFIXES) or CHECKPOINT_NAME.match(base) is not None
-
-
-def session_id_from_filename(name: str) -> str:
-    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
-    topic = stem.find("-topic-")
-    return stem[:topic] if topic > 0 else stem
-
-
-def transcript_session_id(path: str) -> str:
-    """The session a transcript (or an archive of one) belongs to, by its file name."""
-    return session_id_from_filename(os.path.basename(path).split(".jsonl")[0] + ".jsonl")
-
-
-class LegacySessionsSource(Source):
+class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
     kind = "jsonl"
 
     def __init__(self, sessions_dir: str, agent_id: str, *, resume: dict | None = None,
@@ -167,174 +113,6 @@ class LegacySessionsSource(Source):
         self._held_since: float | None = None
         #: ``abspath -> path`` of every follower, to match the waker's paths.
         self._by_abspath: dict[str, str] = {}
-
-    @property
-    def index_path(self) -> str:
-        return os.path.join(self.path, "sessions.json")
-
-    # ------------------------------------------------------------------- index
-
-    def read_index(self) -> list:
-        """The index's session records (and errors) not given yet, without reading any
-        transcript."""
-        out: list = []
-        self._read_index(out)
-        return out
-
-    def transcript_units(self) -> dict[str, tuple[int, list]]:
-        """Per session id: its transcripts' bytes, and what identifies their content now
-        (path, size, mtime, inode of each), from the current listing."""
-        return file_units(self._transcript_paths(), transcript_session_id)
-
-    def session_of(self, path: str) -> str:
-        return transcript_session_id(path)
-
-    def _read_index(self, out: list) -> None:
-        try:
-            st = os.stat(self.index_path)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            st = None
-            identity: tuple = ("error", str(exc))
-        else:
-            identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
-        if identity == self._index_identity:
-            return
-        self._index_identity = identity
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            out.append(self.error("sessions.json", "cannot read the session index: "
-                                  + refusal(self.index_path, st.st_mode), path=self.index_path,
-                                  shared=True))
-            return
-        try:
-            with open_regular_file(self.index_path) as handle:
-                data = untrusted_json.loads(handle.read())
-        except NotRegularFile as exc:
-            out.append(self.error("sessions.json",
-                                  f"cannot read the session index: {exc.strerror}",
-                                  path=self.index_path, shared=True))
-            return
-        except (OSError, ValueError) as exc:
-            out.append(self.error("sessions.json", f"cannot read the session index: {exc}",
-                                  path=self.index_path, shared=True))
-            return
-        if not isinstance(data, dict):
-            out.append(self.error("sessions.json", "session index is not a JSON object",
-                                  path=self.index_path, shared=True))
-            return
-        self._index = {k: v for k, v in data.items() if isinstance(v, dict)}
-        for key, entry in self._index.items():
-            record = self._session_info(key, entry)
-            if record is None:
-                continue
-            version = (record.session_id, record.status, record.updated_at, record.total_tokens)
-            if self._announced.get(key) != version:
-                self._announced[key] = version
-                out.append(record)
-
-    def _session_info(self, key: str, entry: dict) -> SessionInfo | None:
-        sid = entry.get("sessionId")
-        if not isinstance(sid, str):
-            return None
-
-        def text(name: str) -> str | None:
-            value = entry.get(name)
-            return value if isinstance(value, str) else None
-
-        return SessionInfo(
-            key=key, session_id=sid, agent_id=self.agent_id, model=text("model"),
-            provider=text("modelProvider"), status=text("status"), run_id=text("lastRunId"),
-            active_run_id=text("activeWriterRunId"),
-            aborted_last_run=entry.get("abortedLastRun") is True,
-            label=text("label") or text("displayName"),
-            updated_at=parse_timestamp(entry.get("updatedAt")),
-            input_tokens=sane_count(entry.get("inputTokens")),
-            output_tokens=sane_count(entry.get("outputTokens")),
-            total_tokens=sane_count(entry.get("totalTokens")), origin=f"{self.index_path}#{key}",
-        )
-
-    # ------------------------------------------------------------- transcripts
-
-    def _transcript_paths(self) -> list[str]:
-        """Transcripts in the dir (archives too with ``include_archives``) plus the index's
-        ``sessionFile``s elsewhere. Listed again only when the dir's mtime or the index
-        changed, or the last listing is old or was taken while the dir was still changing
-        within the mtime's granularity."""
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            self._listing_key = None
-            return []
-        key = (st.st_dev, st.st_ino, st.st_mtime_ns, self._index_identity)
-        now = time.monotonic()
-        if key == self._listing_key and now - self._listed_at < LISTING_MAX_AGE_SECONDS:
-            return self._listing
-        try:
-            raw_names = os.listdir(self.path)
-        except OSError:
-            self._listing_key = None
-            return []
-        still_changing = time.time_ns() - st.st_mtime_ns < LISTING_RACY_SECONDS * 1e9
-        if raw_names == self._raw_names and key[3] == self._listed_index:
-            # Listed again for age or a racy mtime, and nothing changed: the same listing
-            # (an unchanged list object: the followers are not looked through again).
-            self._listing_key = None if still_changing else key
-            self._listed_at = now
-            return self._listing
-        self._raw_names = raw_names
-        self._listed_index = key[3]
-        names = sorted(raw_names)
-        base = os.path.normpath(self.path)
-        paths = []
-        seen = set()
-        for name in names:
-            if (name.endswith(".jsonl") or (self.include_archives and _is_archive(name))) \
-                    and not is_sidecar(name):
-                paths.append(os.path.join(self.path, name))
-                seen.add(os.path.join(base, name))
-        listed = set(raw_names)
-        for entry in self._index.values():
-            full = session_file_path(self.path, entry, listed)
-            if full is not None:
-                normal = os.path.normpath(full)
-                if normal not in seen:
-                    seen.add(normal)
-                    paths.append(full)
-        if self.only_files is not None:
-            paths = [p for p in paths if os.path.abspath(p) in self.only_files]
-        if self.only_sessions is not None:
-            paths = [p for p in paths if transcript_session_id(p) in self.only_sessions]
-        self._listing_key = None if still_changing else key
-        self._listed_at = now
-        self._listing = paths
-        return paths
-
-    def _follow_new(self, paths: list[str]) -> None:
-        """Followers for paths not followed yet, most recently modified first, placed where
-        the next poll starts so new (active) sessions are read before older history."""
-        if paths is self._followed_listing:
-            return
-        self._followed_listing = paths
-        new = [p for p in paths if p not in self._followers and p not in self._finished_archives]
-        if not new:
-            return
-        stats: dict[str, os.stat_result | None] = {}
-        for path in new:
-            try:
-                stats[path] = os.stat(path)
-            except OSError:
-                stats[path] = None
-        new = self._without_drained_archives(new, stats)
-        new.sort(key=lambda p: stats[p].st_mtime_ns if stats[p] else 0, reverse=True)
-        for path in new:
-            resume = self._resume.pop(path, None)
-            self._followers[path] = FileFollower(path, resume=resume)
-            self._by_abspath[os.path.abspath(path)] = path
-            self._session_ids[path] = transcript_session_id(path)
-            size = stats[path].st_size if stats[path] else 0
-            self._unstarted[path] = max(0, size - (resume.offset if resume else 0))
-        self._order[self._cursor:self._cursor] = new
 
     def note_changed(self, paths: set[str] | None) -> None:
         """Paths the waker saw change (None: it lost count): their idle followers are
@@ -419,7 +197,7 @@ class LegacySessionsSource(Source):
             if follower.behind:
                 stopped_at = path
                 break
-            if _is_archive(path) and follower.pending_bytes == 0:
+            if is_archive(path) and follower.pending_bytes == 0:
                 finished.append(path)
                 continue
             self._limit_descriptors(path, follower, idle)
@@ -489,24 +267,6 @@ class LegacySessionsSource(Source):
                 if len(self._open) <= self.max_open_followers:
                     return
 
-    def _without_drained_archives(self, paths: list[str],
-                                  stats: dict[str, os.stat_result | None]) -> list[str]:
-        """``paths`` less the archives that are a followed transcript renamed: its follower
-        reads it to the end through the open descriptor (or finds it by inode)."""
-        archives = [p for p in paths if _is_archive(p) and stats[p] is not None]
-        if not archives:
-            return paths
-        by_identity = {identity: follower for path, follower in self._followers.items()
-                       if not _is_archive(path) for identity in follower.identities()}
-        drained = set()
-        for path in archives:
-            st = stats[path]
-            follower = by_identity.get((st.st_dev, st.st_ino))
-            if follower is not None and follower.reads(st):
-                drained.add(path)
-                self._finished_archives.add(path)
-        return [p for p in paths if p not in drained]
-
     def _forget(self, path: str) -> None:
         """Stop following an archive that was read to its end."""
         self._followers.pop(path).close()
@@ -564,43 +324,3 @@ class LegacySessionsSource(Source):
         self._unstarted.clear()
         self._followed_listing = None
         self._cursor = 0
-
-
-def _is_archive(path: str) -> bool:
-    """``*.jsonl.reset.*`` / ``*.jsonl.deleted.*``: a transcript's history, not a live one."""
-    return any(marker in path for marker in ARCHIVE_MARKERS)
-
-
-def session_file_path(sessions_dir: str, entry: dict,
-                      names: set[str] | None = None) -> str | None:
-    """The transcript an index entry's ``sessionFile`` names (relative to the sessions dir),
-    or None when it names none (or names a sidecar).
-
-    A path recorded on another machine (``/home/node/.openclaw/agents/main/sessions/<id>.jsonl``
-    in a Docker container, ``C:\\Users\\me\\.openclaw\\...\\<id>.jsonl`` on Windows) that
-    does not exist here is the file of the same name in ``sessions_dir`` (when there is one,
-    or the recorded dir is not on this machine; ``names``: the dir's listing, if the caller
-    has it): only a plain ``*.jsonl`` name (the last part after either separator, never
-    ``..``), so it stays inside the sessions dir."""
-    session_file = entry.get("sessionFile")
-    if not isinstance(session_file, str) or not session_file or "\x00" in session_file:
-        return None
-    name = session_file.replace("\\", "/").rsplit("/", 1)[-1]
-    if is_sidecar(name):
-        return None
-    recorded = os.path.join(sessions_dir, session_file)
-    foreign = "\\" in session_file and os.sep != "\\"
-    if not foreign and os.path.dirname(os.path.normpath(recorded)) == \
-            os.path.normpath(sessions_dir):
-        return recorded                     # in the sessions dir: no need to look
-    if not foreign and os.path.lexists(recorded):
-        return recorded
-    if name in ("", ".", "..") or name.startswith("..") or not name.endswith(".jsonl"):
-        return recorded
-    local = os.path.join(sessions_dir, name)
-    if os.path.dirname(os.path.abspath(local)) != os.path.abspath(sessions_dir):
-        return recorded
-    found = name in names if names is not None else os.path.lexists(local)
-    if found or foreign or not os.path.isdir(os.path.dirname(recorded)):
-        return local            # the recorded dir is not on this machine: the name is here
-    return recorded             # a dir here that may yet hold the file

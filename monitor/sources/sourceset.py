@@ -13,7 +13,7 @@ from monitor.sources.gateway_log import GatewayLogSource
 from monitor.sources.jsonl_tree import first_entry
 from monitor.sources.legacy import LegacySessionsSource
 from monitor.sources.sqlite_agent import SqliteAgentSource
-from monitor.sources.tail import FollowerState, complete_files
+from monitor.sources.tail_state import FollowerState, complete_files
 
 AGENT_DB = os.path.join("agent", "openclaw-agent.sqlite")
 RESCAN_SECONDS = 2.0

@@ -2,12 +2,13 @@
 
 The database is opened with a ``mode=ro`` URI and never written, and nothing is
 created beside it: a WAL database without its ``-wal``/``-shm`` is opened ``immutable=1``
-and opened again normally once they appear or the file changes (``sqlite_ro``). A
-database without transcript tables (schema v1 held auth profiles only) is a notice, not an
-error. Each poll runs in one read transaction (a consistent WAL snapshot):
+and opened again normally once they appear or the file changes (``sqlite_ro``,
+``sqlite_open``). A database without transcript tables (schema v1 held auth profiles only)
+is a notice, not an error. Each poll runs in one read transaction (a consistent WAL
+snapshot):
 
 * ``session_nodes`` / ``session_windows`` rows updated since the last poll
-  become ``SessionInfo`` records (the first poll emits the whole index);
+  become ``SessionInfo`` records (the first poll emits the whole index; ``sqlite_index``);
 * transcript rows are read per session by ``(session_id, seq)`` keyset. The
   sessions to read are kept in a pending set, fed by the rows past the rowid
   high-water mark (a rowid range search) and, on the first poll after an
@@ -41,28 +42,19 @@ that fails anyway is reported and the database read again once it changes.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 
 import zstandard
 
 from monitor import untrusted_json
-from monitor.events import SessionInfo, SourceNotice
 from monitor.sources.base import Source
-from monitor.sources.regular import NotRegularFile, check_sqlite_files
-from monitor.sources.sqlite_cold import COLD_TABLE, ColdReader, has_cold_table
-from monitor.sources.sqlite_ro import (
-    BadRow,
-    check_row,
-    read_only_uri,
-    side_file_versions,
-    sql_int,
-    type_name,
-)
-from monitor.sources.transcript import UnknownEntry, epoch_seconds, parse_entry, sane_count
+from monitor.sources.sqlite_cold import ColdReader, has_cold_table
+from monitor.sources.sqlite_index import SessionIndexRows
+from monitor.sources.sqlite_open import DatabaseConnection, is_busy
+from monitor.sources.sqlite_ro import sql_int, type_name
+from monitor.sources.transcript import UnknownEntry, parse_entry
 
-KNOWN_SCHEMA_VERSION = 24
 MAX_EVENT_BYTES = 4 * 1024 * 1024
 #: Decoded event JSON one poll reads at most (overshoot: one row, at most MAX_EVENT_BYTES).
 STEP_BUDGET_BYTES = 32 * 1024 * 1024
@@ -76,34 +68,11 @@ ASSUMED_ROW_BYTES = 1024
 NEW_ROWS_SQL = "SELECT session_id, seq, rowid FROM transcript_events WHERE rowid > ?"
 #: Every session's highest seq and rowid: a scan of the (session_id, seq) index.
 SWEEP_SQL = "SELECT session_id, max(seq), max(rowid) FROM transcript_events GROUP BY session_id"
-NODE_COLUMNS = ("session_key", "current_session_id", "entry_json", "status", "updated_at",
-                "label", "display_name")
-WINDOW_COLUMNS = ("session_id", "session_key", "status", "model", "model_provider", "updated_at")
-#: What each column read must hold (``sqlite_ro.check_row``).
-NODE_SPEC = (("session_key", "text"), ("current_session_id", "text"), ("entry_json", "text?"),
-             ("status", "opt-text"), ("updated_at", "int?"), ("label", "opt-text"),
-             ("display_name", "opt-text"))
-WINDOW_SPEC = (("session_id", "text"), ("session_key", "text"), ("status", "opt-text"),
-               ("model", "opt-text"), ("model_provider", "opt-text"), ("updated_at", "int?"))
 #: Bad rows remembered so that each is reported once (forgotten all at once past this).
 BAD_ROWS_KEPT = 10_000
 
 
-def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
-    """``table`` has a rowid (it is not ``WITHOUT ROWID``), to name a bad row by."""
-    try:
-        conn.execute(f"SELECT rowid FROM {table} LIMIT 0")
-    except sqlite3.OperationalError:
-        return False
-    return True
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
-
-
-class SqliteAgentSource(Source):
+class SqliteAgentSource(DatabaseConnection, SessionIndexRows, Source):
     kind = "sqlite"
 
     def __init__(self, db_path: str, agent_id: str, *, resume: dict | None = None,
@@ -151,111 +120,6 @@ class SqliteAgentSource(Source):
         self._cold = ColdReader(self)
         self._swept = False
 
-    # ----------------------------------------------------------------- opening
-
-    def _open(self, out: list) -> bool:
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return False
-        try:
-            check_sqlite_files(self.path)   # never a FIFO or a device: SQLite would block
-        except OSError as exc:
-            message = exc.strerror if isinstance(exc, NotRegularFile) else str(exc)
-            where = getattr(exc, "path", None) or self.path
-            out.append(self.error("open", f"cannot open the database: {where}: {message}",
-                                  shared=True))
-            self._failed_on = self._file_versions()
-            return False
-        versions = self._file_versions()
-        conn = None
-        try:
-            uri, immutable = read_only_uri(self.path)
-            conn = sqlite3.connect(uri, uri=True, timeout=0.25, isolation_level=None,
-                                   check_same_thread=False)
-            conn.execute("PRAGMA query_only = 1")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            info = {
-                table: conn.execute(f"PRAGMA table_info({table})").fetchall()
-                for table in ("session_nodes", "session_windows", "transcript_events",
-                              COLD_TABLE)
-            }
-            columns = {table: {row[1] for row in rows} for table, rows in info.items()}
-            not_null = {table: {row[1] for row in rows if row[3]} for table, rows in info.items()}
-            self._rowid = {table: "rowid" if columns[table] and _has_rowid(conn, table)
-                           else "NULL" for table in ("session_nodes", "session_windows")}
-        except (sqlite3.DatabaseError, NotRegularFile) as exc:
-            if conn is not None:
-                conn.close()
-            if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
-                self.busy_retries += 1
-                return False
-            out.append(self.error("open", f"cannot open the database read-only: {exc}",
-                                  shared=True))
-            self._failed_on = self._file_versions()
-            return False
-        self._conn, self._identity, self._columns = conn, (st.st_dev, st.st_ino), columns
-        self._not_null = not_null
-        self._immutable, self._opened_versions = immutable, versions
-        quiet, self._quiet_reopen = self._quiet_reopen, False
-        if not quiet:
-            out.append(SourceNotice(self.kind, self.path,
-                                    f"opened read-only (schema v{version})"))
-        if immutable and not quiet and os.path.exists(self.path + "-wal"):
-            out.append(SourceNotice(
-                self.kind, self.path, "a -wal without its -shm: reading the database file "
-                "alone (reading the WAL would create the -shm beside it)"))
-        if version > KNOWN_SCHEMA_VERSION:
-            out.append(SourceNotice(
-                self.kind, self.path,
-                f"schema v{version} is newer than clawwatch knows (v{KNOWN_SCHEMA_VERSION}); "
-                "reading the columns it knows",
-            ))
-        if not columns["transcript_events"] and not self._reported_missing:
-            self._reported_missing = True       # e.g. schema v1: auth profiles only
-            out.append(SourceNotice(self.kind, self.path,
-                                    f"no transcripts in this database, schema v{version}"))
-        missing = {"session_id", "seq", "event_json"} - columns["transcript_events"]
-        if missing and columns["transcript_events"] and not self._reported_missing:
-            self._reported_missing = True
-            out.append(self.error(
-                "transcript_events",
-                "cannot read transcripts: table transcript_events lacks "
-                + ", ".join(sorted(missing)) + " (session index is still read)", shared=True,
-            ))
-        return True
-
-    def _reopen_if_replaced(self, out: list) -> None:
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            if self._conn is not None:
-                out.append(SourceNotice(self.kind, self.path, "database file removed; waiting"))
-                self._close()
-            return
-        if self._conn is not None and (st.st_dev, st.st_ino) != self._identity:
-            out.append(SourceNotice(self.kind, self.path, "database file replaced; reopening"))
-            self._close()
-        elif self._conn is not None and self._immutable \
-                and self._file_versions() != self._opened_versions:
-            self._close()       # written (or a -wal appeared): immutable no more; reopen
-            self._quiet_reopen = True
-
-    def _close(self) -> None:
-        """Close the connection; whatever is opened next is swept afresh, since the pending
-        set and rowids may not describe it."""
-        if self._conn is not None:
-            self._conn.close()
-        self._conn = None
-        self._immutable = False
-        self._pending.clear()
-        self._last_sweep = float("-inf")
-
-    def _file_versions(self) -> tuple:
-        """Identity, size and mtime of the database and its WAL: a database that failed is
-        tried again only once one of them changes, so a lasting fault is reported once."""
-        return side_file_versions(self.path)
-
     # -------------------------------------------------------------------- poll
 
     def poll(self) -> list:
@@ -279,7 +143,7 @@ class SqliteAgentSource(Source):
             finally:
                 conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:
-            if _is_busy(exc):
+            if is_busy(exc):
                 self.busy_retries += 1
                 return out + pending
             out.append(self.error("query", f"query failed: {exc}", shared=True))
@@ -296,17 +160,6 @@ class SqliteAgentSource(Source):
             self._close()
             self._failed_on = self._file_versions()
         return out + pending
-
-    def read_index(self) -> list:
-        """The session records (and errors) not given yet, without reading transcripts."""
-        out: list = []
-        if self._conn is None and not self._open(out):
-            return out
-        try:
-            self._read_sessions(self._conn, out)
-        except sqlite3.DatabaseError as exc:
-            out.append(self.error("query", f"database unreadable: {exc}", shared=True))
-        return out
 
     def transcript_units(self) -> dict[str, tuple[int, list]]:
         """Per session id: its rows' stored bytes (``length()`` reads no blob), and what
@@ -352,88 +205,6 @@ class SqliteAgentSource(Source):
         self._bad_rows[key] = version
         where = f"{table}/rowid {rowid}" if isinstance(rowid, int) else table
         out.append(self.error(where, f"row skipped: {message}", shared=shared))
-
-    def _select(self, table: str, wanted: tuple[str, ...]) -> str:
-        present = self._columns.get(table, set())
-        return ", ".join(c if c in present else f"NULL AS {c}" for c in wanted)
-
-    def _updated_since(self, table: str) -> str:
-        """The filter for rows updated since a watermark: an index search on ``updated_at``
-        where the schema declares it NOT NULL (OpenClaw's does), else one that also reads
-        rows without a time."""
-        if "updated_at" in self._not_null.get(table, set()):
-            return "updated_at >= ?"
-        return "coalesce(updated_at, 0) >= ?"
-
-    def _read_sessions(self, conn: sqlite3.Connection, out: list) -> None:
-        if {"session_key", "current_session_id"} <= self._columns.get("session_nodes", set()):
-            sql = (f"SELECT {self._rowid['session_nodes']}, "
-                   f"{self._select('session_nodes', NODE_COLUMNS)} FROM session_nodes "
-                   f"WHERE {self._updated_since('session_nodes')}")
-            for raw in conn.execute(sql, (self.nodes_watermark,)):
-                try:
-                    row = check_row(raw[1:], NODE_SPEC)
-                    record = self._session_from_node(row)
-                except BadRow as exc:
-                    self._bad_row(out, "session_nodes", raw[0], raw, str(exc))
-                    continue
-                except Exception as exc:  # one row must not stop the poll
-                    self._bad_row(out, "session_nodes", raw[0], raw,
-                                  f"internal: {type(exc).__name__}: {exc}")
-                    continue
-                if record is not None:
-                    out.append(record)
-                self.nodes_watermark = max(self.nodes_watermark, row[4] or 0)
-        if {"session_id", "session_key"} <= self._columns.get("session_windows", set()):
-            sql = (f"SELECT {self._rowid['session_windows']}, "
-                   f"{self._select('session_windows', WINDOW_COLUMNS)} "
-                   f"FROM session_windows WHERE {self._updated_since('session_windows')}")
-            for raw in conn.execute(sql, (self.windows_watermark,)):
-                try:
-                    sid, key, status, model, provider, updated = check_row(raw[1:], WINDOW_SPEC)
-                except BadRow as exc:
-                    self._bad_row(out, "session_windows", raw[0], raw, str(exc))
-                    continue
-                version = ("w", status, model, updated)
-                if self._node_versions.get("w:" + sid) == version:
-                    continue
-                self._node_versions["w:" + sid] = version
-                out.append(SessionInfo(key=key, session_id=sid, agent_id=self.agent_id,
-                                       model=model, provider=provider, status=status,
-                                       origin=f"{self.path}#window:{sid}"))
-                self.windows_watermark = max(self.windows_watermark, updated or 0)
-
-    def _session_from_node(self, row: tuple) -> SessionInfo | None:
-        key, sid, entry_json, status, updated, label, display_name = row
-        version = (sid, status, updated, len(entry_json or ""))
-        if self._node_versions.get(key) == version:
-            return None
-        self._node_versions[key] = version
-        try:
-            entry = untrusted_json.loads(entry_json) if entry_json else {}
-        except ValueError:
-            entry = {}
-        if not isinstance(entry, dict):
-            entry = {}
-
-        return SessionInfo(
-            key=key, session_id=sid, agent_id=self.agent_id,
-            model=entry.get("model") if isinstance(entry.get("model"), str) else None,
-            provider=entry.get("modelProvider")
-            if isinstance(entry.get("modelProvider"), str) else None,
-            status=status or (entry.get("status") if isinstance(entry.get("status"), str)
-                              else None),
-            run_id=entry.get("lastRunId") if isinstance(entry.get("lastRunId"), str) else None,
-            active_run_id=entry.get("activeWriterRunId")
-            if isinstance(entry.get("activeWriterRunId"), str) else None,
-            aborted_last_run=entry.get("abortedLastRun") is True,
-            label=label or display_name,
-            updated_at=epoch_seconds(updated / 1000.0) if updated else None,
-            input_tokens=sane_count(entry.get("inputTokens")),
-            output_tokens=sane_count(entry.get("outputTokens")),
-            total_tokens=sane_count(entry.get("totalTokens")),
-            origin=f"{self.path}#node:{key}",
-        )
 
     def _candidate_sessions(self, conn: sqlite3.Connection, out: list
                             ) -> dict[str, tuple[int, int]]:

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from monitor import untrusted_json
 from monitor.events import SourceNotice
 from monitor.sources.gateway_log import LogLineSource
+from monitor.sources.line_split import split_lines
 from monitor.sources.tail import (
     DEFAULT_MAX_LINE_BYTES,
     PARTIAL_LINE_GRACE_SECONDS,
@@ -208,28 +209,12 @@ class StreamLogSource(LogLineSource):
 
     def _split(self, chunk: bytes, out: list) -> None:
         data = self._buffer + chunk if self._buffer else chunk
-        start = 0
-        while True:
-            newline = data.find(b"\n", start)
-            if newline < 0:
-                break
-            if self._skipping:
-                self._skipping = False
-            else:
-                self._emit_line(data[start:newline], self.path, self._offset + start, out)
-            start = newline + 1
-        self._offset += start
-        rest = data[start:]
-        if self._skipping:
-            self._offset += len(rest)
-            rest = b""
-        elif len(rest) > self.max_line_bytes:
-            out.append(self.error(f"offset {self._offset}",
+        split = split_lines(data, self._offset, self._skipping, self.max_line_bytes,
+                            lambda at, line: self._emit_line(line, self.path, at, out))
+        if split.overlong_at is not None:
+            out.append(self.error(f"offset {split.overlong_at}",
                                   f"line longer than {self.max_line_bytes} bytes skipped"))
-            self._offset += len(rest)
-            rest = b""
-            self._skipping = True
-        self._buffer = rest
+        self._offset, self._buffer, self._skipping = split.offset, split.rest, split.skipping
 
     def close(self) -> None:
         if self._reader is not None:

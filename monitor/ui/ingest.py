@@ -6,6 +6,12 @@ It never touches widgets: everything leaves through ``publish(snapshot)``
 Snapshots are published at most every ``min_interval`` seconds while data
 flows, at once when the UI asks (focus change, an action), and every
 ``heartbeat`` seconds otherwise so "time since last event" keeps moving.
+
+While the first scan drains its backlog, snapshots are coalesced further: at most one per
+``scan_cost_factor`` times the last build's duration (a 10,000-session board costs tens of
+milliseconds to build and as much to render), so building and drawing stay a small part
+of the scan. Nothing is lost: each snapshot is built from the whole state, and the one
+published when the scan ends (forced) is exact.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from monitor.sources.wake import Waker
 
 MIN_INTERVAL = 0.2
 HEARTBEAT = 1.0
+SCAN_COST_FACTOR = 20.0     # while scanning: publish at most every 20× the last build time
 
 
 class IngestLoop:
@@ -27,7 +34,7 @@ class IngestLoop:
                  publish: Callable[[Snapshot], None], *, poll_seconds: float = 0.5,
                  expected: Iterable[tuple[str, str | None, str]] = (),
                  min_interval: float = MIN_INTERVAL, heartbeat: float = HEARTBEAT,
-                 slice_events: int | None = None,
+                 slice_events: int | None = None, scan_cost_factor: float = SCAN_COST_FACTOR,
                  after_step: Callable[[object, list[dict]], list[dict]] | None = None,
                  metrics=None) -> None:
         self.monitor_factory = monitor_factory
@@ -39,6 +46,8 @@ class IngestLoop:
         self.expected = tuple(expected)
         self.min_interval = min_interval
         self.heartbeat = heartbeat
+        self.scan_cost_factor = scan_cost_factor
+        self.build_seconds = 0.0        # the last snapshot build's duration
         self.slice_events = slice_events
         self.builder: SnapshotBuilder | None = None
         self.monitor = None
@@ -97,7 +106,7 @@ class IngestLoop:
         if self.slice_events:
             feed.slice_events = self.slice_events
         builder.focus = self._focus
-        self.publish(builder.build())
+        self._publish(builder)
         if self.stopped.is_set():
             return
         self._waker = Waker(feed.watch_paths(), poll_seconds=self.poll_seconds)
@@ -126,11 +135,14 @@ class IngestLoop:
                 monitor.quiet = False
                 self._forced = True
             since = time.monotonic() - last_publish
-            if self._forced or (dirty and since >= self.min_interval) or since >= self.heartbeat:
+            interval = self.min_interval if not builder.scanning else max(
+                self.min_interval, self.scan_cost_factor * self.build_seconds)
+            if self._forced or (dirty and since >= interval) or \
+                    since >= max(self.heartbeat, interval):
                 self._forced = False
                 dirty = False
                 builder.focus = self._focus
-                self.publish(builder.build())
+                self._publish(builder)
                 last_publish = time.monotonic()
             if feed.backlog or feed.behind:
                 continue
@@ -139,3 +151,9 @@ class IngestLoop:
             wait = min(wait, max(0.0, self.heartbeat - (time.monotonic() - last_publish)))
             if not self._forced:
                 self._waker.wait(wait)
+
+    def _publish(self, builder: SnapshotBuilder) -> None:
+        started = time.perf_counter()
+        snapshot = builder.build()
+        self.build_seconds = time.perf_counter() - started
+        self.publish(snapshot)

@@ -22,6 +22,22 @@ LEVEL_RANK = {None: 0, "warning": 1, "critical": 2}
 STATE_RANK = {"looping": 5, "stalled": 4, "running": 3, "idle": 2, "stopped": 1, "done": 0}
 
 
+def _by_severity(row: BoardRow) -> tuple:
+    return (-LEVEL_RANK.get(row.worst_level, 0), -STATE_RANK.get(row.state, 0),
+            -row.burn_per_minute, row.key, row.session_id)
+
+
+#: The board's order per sort (one function each: 10,000 rows are sorted per snapshot).
+SORT_KEYS = {
+    "burn": lambda row: (-row.burn_per_minute, row.key, row.session_id),
+    "tokens": lambda row: (-(row.tokens_in + row.tokens_out), row.key, row.session_id),
+    "calls": lambda row: (-row.tool_calls, row.key, row.session_id),
+    "recent": lambda row: (-(row.last_ts or 0), row.key, row.session_id),
+    "session": lambda row: (row.key, row.session_id),
+    "severity": _by_severity,
+}
+
+
 def _source_of_key(key: str) -> str | None:
     prefix = key.partition(":")[0]
     return {"claude-code": "claude-code", "codex": "codex", "agent": "openclaw"}.get(prefix)
@@ -58,21 +74,10 @@ class ViewState:
             rows = tuple(r for r in rows if r.state not in ("done", "stopped"))
         elif self.board_filter == "problems":
             rows = tuple(r for r in rows if r.worst_level or r.state in ("looping", "stalled"))
-        return sorted(rows, key=self.sort_key)
+        return sorted(rows, key=SORT_KEYS.get(self.sort, _by_severity))
 
     def sort_key(self, row: BoardRow) -> tuple:
-        if self.sort == "burn":
-            return (-row.burn_per_minute, row.key, row.session_id)
-        if self.sort == "tokens":
-            return (-(row.tokens_in + row.tokens_out), row.key, row.session_id)
-        if self.sort == "calls":
-            return (-row.tool_calls, row.key, row.session_id)
-        if self.sort == "recent":
-            return (-(row.last_ts or 0), row.key, row.session_id)
-        if self.sort == "session":
-            return (row.key, row.session_id)
-        return (-LEVEL_RANK.get(row.worst_level, 0), -STATE_RANK.get(row.state, 0),
-                -row.burn_per_minute, row.key, row.session_id)
+        return SORT_KEYS.get(self.sort, _by_severity)(row)
 
     # ----------------------------------------------------------- alerts and log
 

@@ -1,0 +1,126 @@
+"""An agent database's session index, ``session_nodes`` and ``session_windows``, as records.
+
+Rows updated since the last poll (the first poll reads them all) become ``SessionInfo``
+records; a row is given again only when what a record shows of it changed. Each row is
+checked (``sqlite_ro.check_row``) before it is used: a bad one is reported once and skipped.
+Columns a schema lacks are read as NULL.
+
+``SessionIndexRows`` is a mixin of ``SqliteAgentSource``, sharing its state and its
+``_open`` and ``_bad_row``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from monitor import untrusted_json
+from monitor.events import SessionInfo
+from monitor.sources.sqlite_ro import BadRow, check_row
+from monitor.sources.transcript import epoch_seconds, sane_count
+
+NODE_COLUMNS = ("session_key", "current_session_id", "entry_json", "status", "updated_at",
+                "label", "display_name")
+WINDOW_COLUMNS = ("session_id", "session_key", "status", "model", "model_provider", "updated_at")
+#: What each column read must hold (``sqlite_ro.check_row``).
+NODE_SPEC = (("session_key", "text"), ("current_session_id", "text"), ("entry_json", "text?"),
+             ("status", "opt-text"), ("updated_at", "int?"), ("label", "opt-text"),
+             ("display_name", "opt-text"))
+WINDOW_SPEC = (("session_id", "text"), ("session_key", "text"), ("status", "opt-text"),
+               ("model", "opt-text"), ("model_provider", "opt-text"), ("updated_at", "int?"))
+
+
+class SessionIndexRows:
+    """Reads the index tables into session records."""
+
+    def read_index(self) -> list:
+        """The session records (and errors) not given yet, without reading transcripts."""
+        out: list = []
+        if self._conn is None and not self._open(out):
+            return out
+        try:
+            self._read_sessions(self._conn, out)
+        except sqlite3.DatabaseError as exc:
+            out.append(self.error("query", f"database unreadable: {exc}", shared=True))
+        return out
+
+    def _select(self, table: str, wanted: tuple[str, ...]) -> str:
+        present = self._columns.get(table, set())
+        return ", ".join(c if c in present else f"NULL AS {c}" for c in wanted)
+
+    def _updated_since(self, table: str) -> str:
+        """The filter for rows updated since a watermark: an index search on ``updated_at``
+        where the schema declares it NOT NULL (OpenClaw's does), else one that also reads
+        rows without a time."""
+        if "updated_at" in self._not_null.get(table, set()):
+            return "updated_at >= ?"
+        return "coalesce(updated_at, 0) >= ?"
+
+    def _read_sessions(self, conn: sqlite3.Connection, out: list) -> None:
+        if {"session_key", "current_session_id"} <= self._columns.get("session_nodes", set()):
+            sql = (f"SELECT {self._rowid['session_nodes']}, "
+                   f"{self._select('session_nodes', NODE_COLUMNS)} FROM session_nodes "
+                   f"WHERE {self._updated_since('session_nodes')}")
+            for raw in conn.execute(sql, (self.nodes_watermark,)):
+                try:
+                    row = check_row(raw[1:], NODE_SPEC)
+                    record = self._session_from_node(row)
+                except BadRow as exc:
+                    self._bad_row(out, "session_nodes", raw[0], raw, str(exc))
+                    continue
+                except Exception as exc:  # one row must not stop the poll
+                    self._bad_row(out, "session_nodes", raw[0], raw,
+                                  f"internal: {type(exc).__name__}: {exc}")
+                    continue
+                if record is not None:
+                    out.append(record)
+                self.nodes_watermark = max(self.nodes_watermark, row[4] or 0)
+        if {"session_id", "session_key"} <= self._columns.get("session_windows", set()):
+            sql = (f"SELECT {self._rowid['session_windows']}, "
+                   f"{self._select('session_windows', WINDOW_COLUMNS)} "
+                   f"FROM session_windows WHERE {self._updated_since('session_windows')}")
+            for raw in conn.execute(sql, (self.windows_watermark,)):
+                try:
+                    sid, key, status, model, provider, updated = check_row(raw[1:], WINDOW_SPEC)
+                except BadRow as exc:
+                    self._bad_row(out, "session_windows", raw[0], raw, str(exc))
+                    continue
+                version = ("w", status, model, updated)
+                if self._node_versions.get("w:" + sid) == version:
+                    continue
+                self._node_versions["w:" + sid] = version
+                out.append(SessionInfo(key=key, session_id=sid, agent_id=self.agent_id,
+                                       model=model, provider=provider, status=status,
+                                       origin=f"{self.path}#window:{sid}"))
+                self.windows_watermark = max(self.windows_watermark, updated or 0)
+
+    def _session_from_node(self, row: tuple) -> SessionInfo | None:
+        key, sid, entry_json, status, updated, label, display_name = row
+        version = (sid, status, updated, len(entry_json or ""))
+        if self._node_versions.get(key) == version:
+            return None
+        self._node_versions[key] = version
+        try:
+            entry = untrusted_json.loads(entry_json) if entry_json else {}
+        except ValueError:
+            entry = {}
+        if not isinstance(entry, dict):
+            entry = {}
+
+        return SessionInfo(
+            key=key, session_id=sid, agent_id=self.agent_id,
+            model=entry.get("model") if isinstance(entry.get("model"), str) else None,
+            provider=entry.get("modelProvider")
+            if isinstance(entry.get("modelProvider"), str) else None,
+            status=status or (entry.get("status") if isinstance(entry.get("status"), str)
+                              else None),
+            run_id=entry.get("lastRunId") if isinstance(entry.get("lastRunId"), str) else None,
+            active_run_id=entry.get("activeWriterRunId")
+            if isinstance(entry.get("activeWriterRunId"), str) else None,
+            aborted_last_run=entry.get("abortedLastRun") is True,
+            label=label or display_name,
+            updated_at=epoch_seconds(updated / 1000.0) if updated else None,
+            input_tokens=sane_count(entry.get("inputTokens")),
+            output_tokens=sane_count(entry.get("outputTokens")),
+            total_tokens=sane_count(entry.get("totalTokens")),
+            origin=f"{self.path}#node:{key}",
+        )

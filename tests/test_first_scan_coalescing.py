@@ -1,0 +1,90 @@
+"""The first scan's cheaper dashboard work (issue 11): snapshots coalesced while the backlog
+drains, unchanged rows refreshed without ``dataclasses.replace``, no timeline containers for
+sessions whose calls are only counted. None of it may change what the board shows."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import fields, replace
+
+import pytest
+from test_ui_scenes import FixedClock, scene_config, write_world
+
+from monitor.detect.engine import DetectionEngine
+from monitor.events import ToolCall, ToolResult
+from monitor.pipeline import Monitor
+from monitor.snapshot import BoardRow, _with_idle
+from monitor.snapshot_feed import _NO_CALLS, _NO_PENDING, SnapshotFeed
+from monitor.sources.sourceset import SourceSet
+from monitor.ui.ingest import IngestLoop
+
+
+@pytest.fixture(scope="module")
+def world():
+    made = write_world("coalescing")
+    yield made
+    made.sim.close()
+
+
+def first_scan(world, scan_cost_factor: float) -> list:
+    published = []
+    loop = IngestLoop(lambda: Monitor(SourceSet(state_dir=str(world.state_dir),
+                                                log_path=str(world.log_path)),
+                                      DetectionEngine(scene_config())),
+                      FixedClock(world.clock.now), published.append, poll_seconds=0.05,
+                      min_interval=0.0, slice_events=40, scan_cost_factor=scan_cost_factor)
+    thread = threading.Thread(target=loop.run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not (published and not published[-1].scanning):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        loop.stop()
+        thread.join(5)
+    return published
+
+
+def test_coalescing_publishes_fewer_scan_snapshots_and_the_same_final_board(world):
+    every = first_scan(world, scan_cost_factor=0.0)
+    coalesced = first_scan(world, scan_cost_factor=1e9)   # only the forced ones
+    assert len([s for s in coalesced if s.scanning]) < len([s for s in every if s.scanning])
+    a, b = every[-1], coalesced[-1]
+    assert not a.scanning and not b.scanning and len(a.rows) == 6
+    assert a.rows == b.rows and a.alerts == b.alerts and a.log == b.log
+    assert (a.sources, a.top_burners, a.scan_done, a.events) == \
+        (b.sources, b.top_burners, b.scan_done, b.events)
+
+
+def test_the_idle_refresh_equals_replace():
+    names = [f.name for f in fields(BoardRow)]
+    row = BoardRow(*[f"value-{name}" for name in names])
+    assert _with_idle(row, 42.0, "idle") == replace(row, idle_seconds=42.0, state="idle")
+
+
+class _Events:
+    def __init__(self, events) -> None:
+        self.events = list(events)
+
+    def poll(self) -> list:
+        out, self.events = self.events, []
+        return out
+
+
+def test_counted_history_keeps_no_timeline_containers():
+    def call(sid, n, ts):
+        return ToolCall(sid, f"c{n}", "exec", {"command": "ls"}, None, ts)
+
+    feed = SnapshotFeed(_Events([*(call(f"old{i}", i, 1.0) for i in range(3)),
+                                 call("old0", 9, 99.0),
+                                 ToolResult("old0", "c9", "exec", False, {}, "out", None, 99.0),
+                                 ToolResult("old1", "c1", "exec", False, {}, "out", None, 2.0)]))
+    feed.is_history = lambda event: event.ts < 50
+    feed.poll()
+    assert feed.timelines["old1"].calls is _NO_CALLS and feed.timelines["old1"].unread == 1
+    assert feed.timelines["old2"].pending is _NO_PENDING
+    recorded = feed.timelines["old0"]
+    assert [c.index for c in recorded.calls] == [2] and recorded.calls[0].outcome == "out"
+    assert recorded.pending == {} and _NO_PENDING == {} and _NO_CALLS == ()
