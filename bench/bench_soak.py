@@ -14,6 +14,14 @@ calls written, to show it kept up. Sessions never end; each session's growing
 
     .venv/bin/python bench/bench_soak.py [--minutes 30] [--sessions 1000] [--rate 500]
         [--era sqlite|legacy] [--dir /tmp/clawwatch-soak] [--results FILE]
+        [--active-share 0.5 --shift-seconds 300] [--hibernate-after 120]
+
+``--active-share``/``--shift-seconds`` make sessions go idle and come back: only that share
+of them gets events at a time, and the busy set moves on every shift, so each session is
+idle for a while between its shifts (with ``--hibernate-after`` below the idle time, it
+hibernates and wakes every cycle). ``--hibernate-after`` is given to the monitor as
+``history.hibernate_after`` in a config file. Besides MB/hour the summary gives the slope
+over the second half of the run in MB per million events written.
 """
 
 from __future__ import annotations
@@ -60,8 +68,15 @@ def run_writer(args: argparse.Namespace) -> int:
     events = calls = turn = 0
     started = time.monotonic()
     next_report = started + 1.0
+    active = max(1, min(len(sessions), round(len(sessions) * args.active_share)))
+    current_shift = 0
     while not stop.is_set():
-        session = sessions[turn % len(sessions)]
+        shift = int((time.monotonic() - started) / args.shift_seconds) \
+            if active < len(sessions) else 0
+        if shift != current_shift:
+            pause_shift(sim, sessions, active, current_shift, shift)
+            current_shift = shift
+        session = sessions[(shift * active + turn % active) % len(sessions)]
         turn += 1
         before_events, before_calls = session.events, session.tool_calls
         sim.step(session)
@@ -83,6 +98,19 @@ def run_writer(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         pass
     return 0
+
+
+def pause_shift(sim, sessions, active: int, old: int, new: int) -> None:
+    """The busy set moves on: the sessions leaving it pause (their index says "done", as
+    when a run ends and the user comes back later), those joining it run again."""
+    def members(shift: int) -> set[int]:
+        return {(shift * active + i) % len(sessions) for i in range(active)}
+    leaving, joining = members(old) - members(new), members(new) - members(old)
+    for index in leaving:
+        sessions[index].status = "done"
+        sim._index(sessions[index])
+    for index in joining:
+        sessions[index].status = "running"
 
 
 # -------------------------------------------------------------------- the soak run
@@ -139,16 +167,21 @@ def run_soak(args: argparse.Namespace) -> dict:
     env["PYTHONUNBUFFERED"] = "1"
     writer = subprocess.Popen(
         [sys.executable, __file__, "--writer", "--dir", str(root), "--era", args.era,
-         "--sessions", str(args.sessions), "--rate", str(args.rate), "--seed", str(args.seed)],
+         "--sessions", str(args.sessions), "--rate", str(args.rate), "--seed", str(args.seed),
+         "--active-share", str(args.active_share), "--shift-seconds", str(args.shift_seconds)],
         stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
     writer_lines = LineCounter(writer.stdout)
     writer_lines.start()
     deadline = time.monotonic() + 120
     while writer_lines.last.get("calls", 0) < args.sessions and time.monotonic() < deadline:
         time.sleep(0.5)
+    config = []
+    if args.hibernate_after is not None:
+        (root / "config.yaml").write_text(f"history:\n  hibernate_after: {args.hibernate_after}\n")
+        config = ["--config", str(root / "config.yaml")]
     monitor = subprocess.Popen(
         [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--no-checkpoint",
-         "--state-dir", str(root / "state"), "--log", str(root / "openclaw.log")],
+         "--state-dir", str(root / "state"), "--log", str(root / "openclaw.log"), *config],
         stdout=subprocess.PIPE, stderr=open(root / "monitor.stderr", "w"), text=True,
         env=env, cwd=args.monitor_root)
     monitor_lines = LineCounter(monitor.stdout)
@@ -195,6 +228,9 @@ def summarise(args, samples, before, written, monitor_lines, elapsed) -> dict:
     cpu_share = ((samples[-1]["cpu_s"] - samples[0]["cpu_s"]) / (span * 60)
                  if span else 0.0)
     events = written.get("events", 0) - before.get("events", 0)
+    half = samples[len(samples) // 2:] if len(samples) >= 4 else []
+    # slope_per_hour is per 60 x-units: x in millions of events, so divide by 60
+    per_million = slope_per_hour([(s["written_events"] / 1e6, s["rss_mb"]) for s in half]) / 60
     return {
         "minutes": args.minutes, "sessions": args.sessions, "rate": args.rate, "era": args.era,
         "warmup_minutes": args.warmup_minutes, "samples": samples,
@@ -202,6 +238,8 @@ def summarise(args, samples, before, written, monitor_lines, elapsed) -> dict:
         "calls_written": written.get("calls", 0) - before.get("calls", 0),
         "monitor_lines": dict(monitor_lines.types),
         "rss_slope_mb_per_hour": round(slope_per_hour(rss), 2),
+        "rss_slope_second_half_mb_per_million_events": round(per_million, 3),
+        "second_half_from_minute": half[0]["minute"] if half else None,
         "rss_after_warmup_mb": [min((y for _, y in rss), default=0),
                                 max((y for _, y in rss), default=0)],
         "fds_after_warmup": [min(fds, default=0), max(fds, default=0)],
@@ -220,6 +258,8 @@ def print_summary(result: dict) -> None:
     low, high = result["rss_after_warmup_mb"]
     print(f"RSS after {result['warmup_minutes']} min warm-up: {low:.1f}..{high:.1f} MB, slope "
           f"{result['rss_slope_mb_per_hour']:+.2f} MB/hour")
+    print(f"RSS slope over the second half (from minute {result['second_half_from_minute']}): "
+          f"{result['rss_slope_second_half_mb_per_million_events']:+.3f} MB per million events")
     print(f"open fds after warm-up: {result['fds_after_warmup'][0]}.."
           f"{result['fds_after_warmup'][1]}; monitor CPU: {result['cpu_share'] * 100:.0f}% "
           "of one core")
@@ -237,6 +277,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="samples before this are left out of the slope "
                              "(default: a third of the run, at most 5)")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--active-share", type=float, default=1.0,
+                        help="share of the sessions busy at a time (the rest idle)")
+    parser.add_argument("--shift-seconds", type=float, default=300.0,
+                        help="the busy share moves on to the next sessions this often")
+    parser.add_argument("--hibernate-after", type=float, default=None,
+                        help="history.hibernate_after for the monitor (default: its config)")
     parser.add_argument("--results", help="write the figures as JSON here")
     parser.add_argument("--monitor-root", default=str(REPO),
                         help="run `python -m monitor` from this dir (a patched copy)")

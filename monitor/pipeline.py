@@ -36,6 +36,8 @@ from monitor.sources.sourceset import SourceSet
 FINDINGS_KEPT = 50
 # Runs whose session is remembered, to place gateway lines that name only their run.
 RUNS_KEPT = 4096
+# Seconds between two sweeps of the engine for idle sessions to hibernate (``step``).
+HIBERNATE_EVERY = 60.0
 
 
 def history_cutoff(config, now: float | None = None) -> float | None:
@@ -167,13 +169,28 @@ class Monitor:
         #: Sessions known only from the log by their key (``log:<key>``), to be taken over
         #: by the session an index names under that key.
         self._log_only_keys = 0
+        self._swept_at = float("-inf")
 
     # ------------------------------------------------------------------ public
 
     def step(self) -> list[dict]:
         """Poll every source once; return the output records it produced."""
         self.polls += 1
-        return self.fold(self.sources.poll())
+        records = self.fold(self.sources.poll())
+        self.hibernate_idle()
+        return records
+
+    def hibernate_idle(self, now: float | None = None, *, force: bool = False) -> int:
+        """At most once every ``HIBERNATE_EVERY`` seconds (or when ``force``d), let the
+        engine reduce its idle sessions to summaries; sessions the index says are running
+        stay awake. The number hibernated."""
+        sweep = getattr(self.engine, "hibernate_idle", None)
+        now = time.time() if now is None else now
+        if sweep is None or (not force and now - self._swept_at < HIBERNATE_EVERY):
+            return 0
+        self._swept_at = now
+        sessions = self.sessions
+        return sweep(now, lambda sid: getattr(sessions.get(sid), "status", None) == "running")
 
     def fold(self, events: list) -> list[dict]:
         """Fold ``events`` (what a poll of the sources returned); the output records."""

@@ -315,3 +315,22 @@ def test_a_long_looping_session_keeps_every_container_at_its_bound(tmp_path):
         sim.close()
     assert seen[1] == seen[2], "a container grew after the history window was full"
     assert max(seen[2].values()) <= max(SERIES_POINTS, Config().detection.history_size)
+
+
+def test_the_legacy_index_keeps_only_what_the_listing_reads(tmp_path):
+    """``sessions.json`` entries have some thirty fields each; after their records are
+    given, a source keeps only ``sessionFile`` (10,003 sessions kept whole were ~22 MB)."""
+    import json
+
+    from monitor.sources.legacy import LegacySessionsSource
+
+    sessions = tmp_path / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    entry = {f"field{n}": "x" * 20 for n in range(30)}
+    (sessions / "sessions.json").write_text(json.dumps({
+        "agent:main:a": {**entry, "sessionId": "a", "sessionFile": "a.jsonl"},
+        "agent:main:b": {**entry, "sessionId": "b"}}))
+    source = LegacySessionsSource(str(sessions), "main")
+    records = source.read_index()
+    assert sorted(r.session_id for r in records) == ["a", "b"]
+    assert source._index == {"agent:main:a": {"sessionFile": "a.jsonl"}, "agent:main:b": {}}

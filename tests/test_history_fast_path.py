@@ -25,13 +25,13 @@ FIXTURE = Path(__file__).parent / "fixtures" / "oc-hammer.jsonl"
 DAY = 86_400.0
 
 
-def state_dir_with_hammer(root: Path, age_seconds: float, status: str) -> str:
-    """A legacy state dir holding the hammer loop, its last entry ``age_seconds`` old."""
-    lines = [json.loads(line) for line in FIXTURE.read_text().splitlines() if line.strip()]
+def shifted_entries(text: str, end_age: float) -> list[dict]:
+    """The transcript ``text``'s entries, every time moved so the last is ``end_age`` seconds
+    old."""
+    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
     last = max(datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")).timestamp()
                for e in lines if "timestamp" in e)
-    shift = time.time() - age_seconds - last
-    sid = lines[0]["id"]
+    shift = time.time() - end_age - last
     for entry in lines:
         if "timestamp" in entry:
             moment = datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00"))
@@ -40,6 +40,13 @@ def state_dir_with_hammer(root: Path, age_seconds: float, status: str) -> str:
         message = entry.get("message")
         if isinstance(message, dict) and isinstance(message.get("timestamp"), int):
             message["timestamp"] += int(shift * 1000)
+    return lines
+
+
+def state_dir_with_hammer(root: Path, age_seconds: float, status: str) -> str:
+    """A legacy state dir holding the hammer loop, its last entry ``age_seconds`` old."""
+    lines = shifted_entries(FIXTURE.read_text(), age_seconds)
+    sid = lines[0]["id"]
     sessions = root / "agents" / "main" / "sessions"
     sessions.mkdir(parents=True)
     (sessions / f"{sid}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))

@@ -268,6 +268,10 @@ class HistoryConfig:
     #: Seconds: transcript events older than this are counted (tokens, tool calls) but not
     #: detected on, unless the index says their session is running; null: all history.
     active_within: float | None = field(default=86_400.0, metadata=_range(0, 10**10))
+    #: Seconds: a session with no event for this long (and not running by the index)
+    #: hibernates: its detector state shrinks to a summary that keeps its call numbering,
+    #: token total and raised levels, and wakes on its next event; null: never.
+    hibernate_after: float | None = field(default=1800.0, metadata=_range(0, 10**10))
 
 
 SECTIONS: dict[str, type] = {

@@ -18,6 +18,7 @@ bucket rises, and again after OpenClaw really vetoed a call (a new block).
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -26,6 +27,7 @@ from monitor.detect.beyond import Hit, level_for
 from monitor.detect.budgets import DailyLedger, day_of, tokens_of
 from monitor.detect.findings import LEVEL_RANK, Finding
 from monitor.detect.gateway_notice import loop_finding_message, openclaw_loop_line
+from monitor.detect.hibernate import SessionSummary, restore
 from monitor.detect.jsstable import js_trim
 from monitor.detect.loopcore import Record, Verdict, evaluate
 from monitor.detect.normalise import outcome_key
@@ -80,6 +82,8 @@ class DetectionEngine:
         self.config = config or Config()
         self._settings: dict[str, Settings] = {}
         self._sessions: dict[str, SessionState] = {}
+        #: Idle sessions reduced to their summary (``hibernate_idle``); woken by an event.
+        self._hibernated: dict[str, SessionSummary] = {}
         self._key_to_session: dict[str, str] = {}
         self._run_to_session = RunIndex(MAX_RUN_INDEX)
         self._ledger = DailyLedger()
@@ -99,6 +103,7 @@ class DetectionEngine:
         if not settings.detection.enabled:
             return []
         state = self._state(event.session_id, session_key, agent_id, settings)
+        state.seen = True
         if event.ts is not None:
             state.last_ts = event.ts
         run_id = run_scope(getattr(event, "run_id", None))
@@ -124,7 +129,7 @@ class DetectionEngine:
         return []
 
     def streaks(self, session_id: str) -> list[StreakStatus]:
-        state = self._sessions.get(session_id)
+        state = self._sessions.get(session_id) or self._idle_view(session_id)
         if state is None:
             return []
         return streak_statuses(state, self.settings_for(state.agent_id))
@@ -134,14 +139,45 @@ class DetectionEngine:
         return ping_pong_pairs(state) if state is not None else []
 
     def burn(self, session_id: str) -> BurnStatus:
-        state = self._sessions.get(session_id)
+        state = self._sessions.get(session_id) or self._idle_view(session_id)
         settings = self.settings_for(state.agent_id if state else "")
         return burn_status(state, settings)
 
     def forget(self, session_id: str) -> None:
-        state = self._sessions.pop(session_id, None)
+        state = self._sessions.pop(session_id, None) or self._hibernated.pop(session_id, None)
         if state is not None and self._key_to_session.get(state.key) == session_id:
             del self._key_to_session[state.key]
+
+    def is_hibernated(self, session_id: str) -> bool:
+        return session_id in self._hibernated
+
+    def hibernate_idle(self, now: float | None = None,
+                       keep: Callable[[str], bool] | None = None) -> int:
+        """Reduce every idle session to its summary; the number hibernated.
+
+        A session is idle when it had no event for ``history.hibernate_after`` seconds
+        (null: never), by its newest event's time and by the wall time of the sweeps that
+        saw it get one: an event since the last sweep keeps it awake.
+        ``keep(session_id)`` true keeps a session awake whatever its age (the monitor keeps
+        the sessions its index says are running). Meant to be called now and then (the
+        monitor sweeps at most once a minute); a sweep is one pass over the live sessions.
+        """
+        after = self.config.history.hibernate_after
+        now = time.time() if now is None else now
+        asleep = 0
+        for session_id, state in list(self._sessions.items()):
+            if state.seen:
+                state.seen = False
+                state.seen_at = now
+                continue
+            if after is None or now - max(state.last_ts or 0.0, state.seen_at) < after:
+                continue
+            if keep is not None and keep(session_id):
+                continue
+            self._hibernated[session_id] = SessionSummary(state)
+            del self._sessions[session_id]
+            asleep += 1
+        return asleep
 
     def external_finding(self, session_key: str, session_id: str, detector: str, level: str,
                          count: int, message: str, *, tool: str | None = None,
@@ -149,7 +185,7 @@ class DetectionEngine:
                          ts: float | None = None) -> Finding | None:
         """A finding from outside the transcript (e.g. ``hung_process`` from the process
         watcher), reported once per level per pattern like every other detector."""
-        state = self._sessions.get(session_id)
+        state = self._awake(session_id)
         agent_id = state.agent_id if state else ""
         settings = self.settings_for(agent_id)
         if not settings.detection.enabled or not getattr(settings.detection.detectors,
@@ -175,8 +211,12 @@ class DetectionEngine:
         state = self._sessions.get(session_id)
         if state is None:
             det = settings.detection
-            state = SessionState(session_id, session_key or "", agent_id or "",
-                                 det.history_size, det.session_no_progress.window)
+            summary = self._hibernated.pop(session_id, None)
+            if summary is not None:         # it wakes, with its totals, numbering, gates
+                state = restore(summary, det.history_size, det.session_no_progress.window)
+            else:
+                state = SessionState(session_id, session_key or "", agent_id or "",
+                                     det.history_size, det.session_no_progress.window)
             self._sessions[session_id] = state
         if session_key and session_key != state.key and session_key != session_id:
             state.key = session_key
@@ -187,6 +227,26 @@ class DetectionEngine:
         if state.key:
             self._key_to_session[state.key] = session_id
         return state
+
+    def _awake(self, session_id: str | None) -> SessionState | None:
+        """The live state of a session, woken from its summary when it hibernates."""
+        if not session_id:
+            return None
+        state = self._sessions.get(session_id)
+        summary = None if state is not None else self._hibernated.get(session_id)
+        if summary is not None:
+            state = self._state(session_id, summary.key, summary.agent_id,
+                                self.settings_for(summary.agent_id))
+        return state
+
+    def _idle_view(self, session_id: str) -> SessionState | None:
+        """What the dashboard views show of a hibernated session: a fresh state with its
+        totals (no streaks), built on demand and not kept."""
+        summary = self._hibernated.get(session_id)
+        if summary is None:
+            return None
+        det = self.settings_for(summary.agent_id).detection
+        return restore(summary, det.history_size, det.session_no_progress.window)
 
     # ------------------------------------------------------------ tool calls
 
@@ -397,9 +457,9 @@ class DetectionEngine:
             session_id = self._run_to_session.get(run_id)
         key = session_key or line.session_key or notice.session_key or ""
         if not session_id and key:
-            session_id = self._key_to_session.get(key) or (key if key in self._sessions
-                                                           else None)
-        state = self._sessions.get(session_id) if session_id else None
+            session_id = self._key_to_session.get(key) or (
+                key if key in self._sessions or key in self._hibernated else None)
+        state = self._awake(session_id)
         settings = self.settings_for(agent_id or (state.agent_id if state else ""))
         det = settings.detection
         if not det.enabled or not det.detectors.gateway_loop_notice:

@@ -133,6 +133,10 @@ class SessionState:
         self.iterations = IterationCounter()
         self.burn = BurnMeter()
         self.session_tokens = 0
+        # Hibernation (``DetectionEngine.hibernate_idle``): an event since the last sweep,
+        # and the wall time of the sweep that last found one.
+        self.seen = True
+        self.seen_at = 0.0
 
     def add_record(self, record: Record) -> None:
         """Append to the window (the oldest record falls out when it is full).

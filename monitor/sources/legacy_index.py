@@ -69,8 +69,12 @@ class SessionIndexReader:
             out.append(self.error("sessions.json", "session index is not a JSON object",
                                   path=self.index_path, shared=True))
             return
-        self._index = {k: v for k, v in data.items() if isinstance(v, dict)}
-        for key, entry in self._index.items():
+        entries = {k: v for k, v in data.items() if isinstance(v, dict)}
+        # Kept: what the listing reads later (an entry has some thirty fields; 10,000
+        # sessions' worth is tens of MB).
+        self._index = {k: {"sessionFile": v["sessionFile"]} if "sessionFile" in v else {}
+                       for k, v in entries.items()}
+        for key, entry in entries.items():
             record = self._session_info(key, entry)
             if record is None:
                 continue
