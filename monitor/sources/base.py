@@ -6,9 +6,13 @@ import os
 import re
 import time
 
-from monitor.events import SourceError, SourceKind
+from monitor.events import SourceError, SourceKind, SourceNotice
 
 ERROR_SAMPLES_KEPT = 5
+#: Files whose same notice is shown one by one; past this, one record counts them.
+NOTICES_SHOWN_SINGLY = 3
+#: File names a grouped notice shows as examples.
+NOTICE_EXAMPLES = 3
 
 
 def sample_order(path: str, where: str) -> tuple:
@@ -83,6 +87,29 @@ class Source:
             samples.sort(key=lambda e: sample_order(e.path, e.where))
             del samples[ERROR_SAMPLES_KEPT:]
         return record
+
+    def give_notices(self, notices: list, out: list) -> None:
+        """Followers' notices (``TailNotice``) as records; the same message from more than
+        ``NOTICES_SHOWN_SINGLY`` files (a first start over thousands of transcripts) is one
+        record with the count and a few examples (errors still count once per file)."""
+        groups: dict[tuple[bool, str], list] = {}
+        for notice in notices:
+            groups.setdefault((notice.error, notice.message), []).append(notice)
+        for (error, message), group in groups.items():
+            if len(group) <= NOTICES_SHOWN_SINGLY:
+                for notice in group:
+                    if error:
+                        out.append(self.error(notice.where or "-", message, path=notice.path))
+                    else:
+                        out.append(SourceNotice(self.kind, notice.path, message))
+                continue
+            examples = ", ".join(os.path.basename(n.path) for n in group[:NOTICE_EXAMPLES])
+            text = f"{message}: {len(group)} files (e.g. {examples}, ...)"
+            if error:
+                out.append(self.error("-", text, path=self.path))
+                self.errors += len(group) - 1
+            else:
+                out.append(SourceNotice(self.kind, self.path, text))
 
     def summary(self) -> dict:
         return {

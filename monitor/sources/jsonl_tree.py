@@ -31,7 +31,6 @@ import stat
 import time
 
 from monitor import untrusted_json
-from monitor.events import SourceNotice
 from monitor.sources.base import Source, file_units
 from monitor.sources.regular import open_regular_file
 from monitor.sources.tail import POLL_BUDGET_BYTES, READ_STEP_BYTES, FileFollower
@@ -42,8 +41,6 @@ RESCAN_SECONDS = 1.0
 LISTING_RACY_SECONDS = 1.0
 MAX_OPEN_FOLLOWERS = 64
 IDLE_CHECKS_PER_POLL = 512
-NOTICES_SHOWN_SINGLY = 3
-NOTICE_EXAMPLES = 3
 
 
 class TreeWalker:
@@ -270,34 +267,11 @@ class JsonlTreeSource(Source):
                 stopped_at = path
                 break
             self._limit_descriptors(path, follower)
-        self._give_notices(notices, out)
+        self.give_notices(notices, out)
         self.behind = stopped_at is not None
         self._cursor = self._order.index(stopped_at) if stopped_at is not None else 0
         self.backlog_bytes = sum(self._followers[p].backlog_bytes for p in self._open)
         return out
-
-    def _give_notices(self, notices: list[TailNotice], out: list) -> None:
-        """The followers' notices as records; the same message from more than
-        ``NOTICES_SHOWN_SINGLY`` files (a first start over thousands of transcripts) is one
-        record with the count and a few examples (errors still count once per file)."""
-        groups: dict[tuple[bool, str], list[TailNotice]] = {}
-        for notice in notices:
-            groups.setdefault((notice.error, notice.message), []).append(notice)
-        for (error, message), group in groups.items():
-            if len(group) <= NOTICES_SHOWN_SINGLY:
-                for notice in group:
-                    if error:
-                        out.append(self.error(notice.where or "-", message, path=notice.path))
-                    else:
-                        out.append(SourceNotice(self.kind, notice.path, message))
-                continue
-            examples = ", ".join(os.path.basename(n.path) for n in group[:NOTICE_EXAMPLES])
-            text = f"{message}: {len(group)} files (e.g. {examples}, ...)"
-            if error:
-                out.append(self.error("-", text, path=self.path))
-                self.errors += len(group) - 1
-            else:
-                out.append(SourceNotice(self.kind, self.path, text))
 
     def _limit_descriptors(self, path: str, follower: FileFollower) -> None:
         if follower.open_descriptors == 0:

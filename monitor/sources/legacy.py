@@ -41,7 +41,6 @@ from collections import OrderedDict
 from itertools import islice
 
 from monitor import untrusted_json
-from monitor.events import SourceNotice
 from monitor.sources.base import Source
 from monitor.sources.legacy_index import SessionIndexReader
 from monitor.sources.legacy_listing import TranscriptListing
@@ -57,10 +56,6 @@ MAX_OPEN_FOLLOWERS = 64
 IDLE_CHECK_ALL = 512
 #: ... beyond it, this many per second in turn (a stat each), plus those the waker names.
 IDLE_CHECKS_PER_SECOND = 1000
-#: The same notice from more files than this in one poll is given as one line.
-NOTICES_SHOWN_SINGLY = 3
-#: Paths named as examples in an aggregated notice.
-NOTICE_EXAMPLES = 3
 #: While a catch-up is behind, notices are gathered for at most this long before they are
 #: given (aggregated), so a catch-up over many polls gives one line per message, not one a poll.
 NOTICE_HOLD_SECONDS = 10.0
@@ -216,36 +211,13 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
             if self._held_since is None:
                 self._held_since = now
             if not self.behind or now - self._held_since >= NOTICE_HOLD_SECONDS:
-                self._give_notices(notices, out)
+                self.give_notices(notices, out)
                 notices.clear()
                 self._held_since = None
         self._cursor = self._order.index(stopped_at) if stopped_at is not None else 0
         self.backlog_bytes = sum(self._unstarted.values()) + sum(
             self._followers[p].backlog_bytes for p in self._open)
         return out
-
-    def _give_notices(self, notices: list[TailNotice], out: list) -> None:
-        """The followers' notices as records; the same message from more than
-        ``NOTICES_SHOWN_SINGLY`` files is one record with the count and a few examples
-        (errors still count once per file)."""
-        groups: dict[tuple[bool, str], list[TailNotice]] = {}
-        for notice in notices:
-            groups.setdefault((notice.error, notice.message), []).append(notice)
-        for (error, message), group in groups.items():
-            if len(group) <= NOTICES_SHOWN_SINGLY:
-                for notice in group:
-                    if error:
-                        out.append(self.error(notice.where or "-", message, path=notice.path))
-                    else:
-                        out.append(SourceNotice(self.kind, notice.path, message))
-                continue
-            examples = ", ".join(os.path.basename(n.path) for n in group[:NOTICE_EXAMPLES])
-            text = f"{message}: {len(group)} files (e.g. {examples}, ...)"
-            if error:
-                out.append(self.error("-", text, path=self.path))
-                self.errors += len(group) - 1
-            else:
-                out.append(SourceNotice(self.kind, self.path, text))
 
     def _limit_descriptors(self, path: str, follower: FileFollower, suspended: set[str]
                            ) -> None:
