@@ -104,3 +104,15 @@ async def test_a_screen_shows_the_current_state_when_it_comes_into_view(world):
         await wait_for(pilot, lambda: not isinstance(app.screen, DetailScreen))
         await pilot.pause()
         assert board.palette is app.palette             # rendered again on being uncovered
+
+
+
+async def test_a_render_pass_after_the_screens_are_gone_does_nothing(world):
+    """A snapshot can land while the app shuts down; the render pass it asks for may run
+    once no screen is left on the stack, and must then do nothing rather than crash."""
+    app = open_app(world)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+    assert not app.screen_stack
+    app._render_soon()
+    app._render_panes()

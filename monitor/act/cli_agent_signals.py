@@ -42,6 +42,7 @@ from monitor.act.cli_processes import (
 from monitor.act.processes import (
     KillOutcome,
     KillRefused,
+    finish_off,
     group_snapshot,
     is_alive,
     kill_stragglers,
@@ -257,7 +258,7 @@ def terminate_cli(session: CliSession, target: tuple[int, float], *,
     except psutil.Error as exc:
         return KillOutcome(pid, False, f"refused: pid {pid}: {exc}")
     _resume(proc)
-    alive = kill_stragglers([proc], grace=grace)
+    alive = finish_off([proc], grace=grace)
     if alive:
         return KillOutcome(pid, False, f"the CLI (pid {pid}) is still alive after SIGKILL",
                            [pid])

@@ -326,13 +326,23 @@ def kill_stragglers(procs: list[psutil.Process], *, grace: float = 3.0) -> list[
     (``group_snapshot``); returns the pids still alive afterwards."""
     alive = [proc for proc in procs if _alive(proc) and _same_user(proc)
              and proc.pid not in (0, 1, os.getpid())]
-    for signum, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
-        for proc in alive:
-            try:
-                proc.send_signal(signum)
-            except psutil.Error:
-                continue
-        alive = _wait_gone(alive, wait)
-        if not alive:
-            break
+    for proc in alive:
+        try:
+            proc.send_signal(signal.SIGTERM)
+        except psutil.Error:
+            continue
+    return finish_off(alive, grace=grace)
+
+
+def finish_off(procs: list[psutil.Process], *, grace: float = 3.0) -> list[int]:
+    """Wait up to ``grace`` for processes already sent SIGTERM, SIGKILL the ones left;
+    returns the pids still alive afterwards (each is signalled once per signal)."""
+    alive = _wait_gone(procs, grace)
+    for proc in alive:
+        try:
+            proc.send_signal(signal.SIGKILL)
+        except psutil.Error:
+            continue
+    if alive:
+        alive = _wait_gone(alive, 2.0)
     return sorted(proc.pid for proc in alive)

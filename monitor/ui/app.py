@@ -238,6 +238,8 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
         away, or none yet), the row under its cursor becomes the selection, which the
         other panes then show."""
         self._render_pending = False
+        if not self.screen_stack:
+            return
         screen = self._view_screen()
         snapshot, palette = self.displayed, self.palette
         for board in screen.query(SessionsBoard):
