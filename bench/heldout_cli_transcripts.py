@@ -256,7 +256,10 @@ def raw_claude(path: Path) -> dict:
                 text = block.get("content") if isinstance(block.get("content"), str) else ""
                 if text.startswith("Exit code ") and block.get("is_error") is True:
                     codes[block["tool_use_id"]] = int(text.split()[2])
-                elif calls.get(block["tool_use_id"]) == "Bash":
+                elif calls.get(block["tool_use_id"]) == "Bash" \
+                        and block.get("is_error") is not True:
+                    # a failed result with no ``Exit code N`` line (Claude Code before 2.0
+                    # wrote them so) states no code: unknown, not 0
                     codes[block["tool_use_id"]] = 0
     return {"id": path.stem, "ids_in_lines": session_ids, "calls": calls, "results": results,
             "codes": codes}

@@ -12,6 +12,7 @@ from monitor import __version__
 from monitor.discovery import (
     DiscoveryError,
     claude_projects_dir,
+    codex_sessions_dir,
     discover,
     no_openclaw_note,
     parse_sources,
@@ -47,8 +48,8 @@ GLOBAL_OPTIONS: dict[str, tuple[str, dict]] = {
         "Claude Code projects dir, or a config dir holding projects/ (repeatable; default: "
         "$CLAUDE_CONFIG_DIR, ~/.config/claude/projects and ~/.claude/projects)")}),
     "codex_dir": ("--codex-dir", {"metavar": "DIR", "action": "append", "help": (
-        "Codex CLI sessions dir (repeatable; default: $CODEX_HOME/sessions, "
-        "~/.codex/sessions)")}),
+        "Codex CLI sessions dir, or a Codex home holding sessions/ (repeatable; default: "
+        "$CODEX_HOME/sessions, ~/.codex/sessions)")}),
     "source": ("--source", {"metavar": "LIST", "help": (
         "what to watch, comma-separated: openclaw,claude-code,codex (default: every source "
         "found)")}),
@@ -213,8 +214,8 @@ def _explicit_cli_dirs(args) -> tuple[tuple[str, ...], tuple[str, ...]]:
     chosen = _sources(args)
     claude = tuple(dict.fromkeys(claude_projects_dir(d) for d in args.claude_dir or ())) \
         if "claude-code" in chosen else ()
-    codex = tuple(dict.fromkeys(os.path.abspath(os.path.expanduser(d))
-                                for d in args.codex_dir or ())) if "codex" in chosen else ()
+    codex = tuple(dict.fromkeys(codex_sessions_dir(d) for d in args.codex_dir or ())) \
+        if "codex" in chosen else ()
     return claude, codex
 
 

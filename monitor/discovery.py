@@ -112,6 +112,14 @@ def claude_dirs(env, tried: list[str]) -> list[str]:
     return found
 
 
+def codex_sessions_dir(path: str) -> str:
+    """A Codex home (``$CODEX_HOME``, holding ``sessions/``) as its sessions dir; a sessions
+    dir as is."""
+    path = os.path.abspath(os.path.expanduser(path))
+    sessions = os.path.join(path, "sessions")
+    return sessions if os.path.isdir(sessions) else path
+
+
 def codex_dirs(env, tried: list[str]) -> list[str]:
     """``$CODEX_HOME/sessions`` (default ``~/.codex/sessions``) if it exists."""
     home = env.get("CODEX_HOME") or os.path.join(_home(env), ".codex")
@@ -188,8 +196,7 @@ def discover(*, state_dir: str | None = None, profile: str | None = None,
     if "codex" in sources:
         if codex_dir:
             tried.extend(f"--codex-dir {d}" for d in codex_dir)
-            codex = list(dict.fromkeys(os.path.abspath(os.path.expanduser(d))
-                                       for d in codex_dir))
+            codex = list(dict.fromkeys(codex_sessions_dir(d) for d in codex_dir))
         else:
             codex = codex_dirs(env, tried)
     if "openclaw" not in sources:

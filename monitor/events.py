@@ -85,6 +85,10 @@ class AssistantMessage:
     tool_call_count: int
     text_chars: int
     origin: str = ""
+    #: One piece of a reply its client wrote in several lines (Claude Code before 2.1
+    #: writes each content block as a line without a stop reason, the last one ending the
+    #: turn): never the end of a turn, even with no tool call in it.
+    mid_reply: bool = False
 
     @property
     def is_error(self) -> bool:

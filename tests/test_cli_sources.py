@@ -109,6 +109,16 @@ def test_the_default_dirs_under_home_are_discovered(tmp_path):
     assert f"claude-code:{CLAUDE_LOOP}" in keys and f"codex:{CODEX_LOOP}" in keys
 
 
+def test_a_codex_home_given_as_codex_dir_is_read_through_its_sessions_dir(tmp_path):
+    """``--codex-dir ~/.codex`` (the home, as CODEX_HOME names it) reads what
+    ``--codex-dir ~/.codex/sessions`` reads, as ``--claude-dir`` takes a config dir."""
+    from_home = replay_json("--codex-dir", str(CODEX.parent), "--source", "codex",
+                            home=tmp_path)
+    from_sessions = replay_json("--codex-dir", str(CODEX), "--source", "codex", home=tmp_path)
+    assert from_home == from_sessions
+    assert f"codex:{CODEX_LOOP}" in by_key(from_home)
+
+
 def test_source_codex_reads_only_codex(tmp_path):
     document = replay_json("--source", "codex", home=tmp_path,
                            CLAUDE_CONFIG_DIR=str(CLAUDE), CODEX_HOME=str(CODEX.parent))

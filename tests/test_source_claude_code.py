@@ -306,6 +306,52 @@ def test_the_real_loop_raises_a_generic_repeat_finding():
     assert repeats[0].session_key == f"claude-code:{LOOP}"
 
 
+def _pre_2_1_turn(session: str, outputs: list[int]) -> list[dict]:
+    """One prompt, then a turn as Claude Code before 2.1 wrote it: each block a line of
+    its own with ``stop_reason: null`` (a short text, then a Bash call and its result, for
+    every entry of ``outputs``), and a last text line that ends the turn."""
+    base = {"isSidechain": False, "userType": "external", "cwd": "/w", "sessionId": session,
+            "version": "1.0.98", "timestamp": "2025-08-01T10:00:00.000Z"}
+    lines = [{**base, "type": "user", "uuid": "u0",
+              "message": {"role": "user", "content": "build the TODO app"}}]
+
+    def reply(n: int, block: dict, output: int, stop: str | None) -> dict:
+        return {**base, "type": "assistant", "uuid": f"a{n}", "requestId": f"req_{n}",
+                "message": {"id": f"msg_{n}", "role": "assistant", "model": "claude-sonnet-4",
+                            "content": [block], "stop_reason": stop,
+                            "usage": {"input_tokens": 10, "output_tokens": output}}}
+
+    for n, output in enumerate(outputs):
+        lines.append(reply(2 * n, {"type": "text", "text": "Next step."}, output, None))
+        lines.append(reply(2 * n + 1, {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash",
+                                       "input": {"command": f"step {n}"}}, 5, None))
+        lines.append({**base, "type": "user", "uuid": f"r{n}", "message": {
+            "role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n}",
+                                         "content": f"ok {n}"}]}})
+    lines.append(reply(999, {"type": "text", "text": "Done."}, 50, "end_turn"))
+    return lines
+
+
+def test_the_pieces_of_a_pre_2_1_turn_are_not_turns_that_each_end(tmp_path):
+    """Text written between tool calls of one turn is not a reply that ended the turn, so
+    a long productive turn raises no ``diminishing_returns`` (the real published session
+    fe5e1c67 of Claude Code 1.0.98 raised six such warnings)."""
+    session = "5e55f0a1-0000-4000-8000-000000000001"
+    project = tmp_path / "projects" / "-w"
+    project.mkdir(parents=True)
+    lines = _pre_2_1_turn(session, [400, 300, 200, 150, 100, 80, 60])
+    (project / f"{session}.jsonl").write_text("".join(json.dumps(line) + "\n"
+                                                      for line in lines))
+    _, events = read_all(tmp_path / "projects")
+    replies = of(events, AssistantMessage, session)
+    assert [r.mid_reply for r in replies] == [True] * 14 + [False]
+    engine = DetectionEngine()
+    findings = [finding for event in events if getattr(event, "session_id", None) == session
+                and not isinstance(event, SessionInfo)
+                for finding in engine.observe(f"claude-code:{session}", "claude-code", event)]
+    assert [f.detector for f in findings] == []
+
+
 # ------------------------------------------------------------------- hostile input
 
 def test_hostile_lines_are_errors_with_their_offsets_and_never_stop_the_reader(tmp_path):

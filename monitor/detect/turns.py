@@ -87,7 +87,7 @@ def assistant_hits(state: SessionState, settings: Settings, event: AssistantMess
                             f"{state.turns.last_error}", f"turn_failures:{state.turns.episode}"))
     if on.diminishing_returns:
         cfg = det.diminishing_returns
-        final = event.tool_call_count == 0 and not event.is_error
+        final = event.tool_call_count == 0 and not event.is_error and not event.mid_reply
         streak, continuations = state.diminishing.assistant(event.usage.output, final,
                                                             cfg.min_delta_tokens)
         if final and continuations >= cfg.min_continuations:

@@ -6,6 +6,7 @@ import os
 import re
 import time
 
+from monitor import untrusted_json
 from monitor.events import SourceError, SourceKind, SourceNotice
 
 ERROR_SAMPLES_KEPT = 5
@@ -87,6 +88,27 @@ class Source:
             samples.sort(key=lambda e: sample_order(e.path, e.where))
             del samples[ERROR_SAMPLES_KEPT:]
         return record
+
+    def json_line(self, line, out: list) -> tuple[object, str] | None:
+        """A transcript line (``tail.Line``) decoded: its JSON value and its text, or None
+        when it is blank or unreadable (invalid UTF-8, a NUL byte, invalid JSON: then one
+        error with the file and offset is added to ``out``)."""
+        if not line.data.strip():
+            return None
+        where = f"offset {line.offset}"
+        try:
+            text = line.data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            out.append(self.error(where, f"invalid UTF-8 at byte {exc.start}", path=line.path))
+            return None
+        if "\x00" in text:
+            out.append(self.error(where, "NUL byte in line", path=line.path))
+            return None
+        try:
+            return untrusted_json.loads(text), text
+        except ValueError as exc:
+            out.append(self.error(where, f"invalid JSON: {exc}", path=line.path))
+            return None
 
     def give_notices(self, notices: list, out: list) -> None:
         """Followers' notices (``TailNotice``) as records; the same message from more than

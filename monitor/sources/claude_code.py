@@ -288,7 +288,8 @@ class ClaudeCodeSource(JsonlTreeSource):
                                  stop_reason=stop_reason, error_message=error,
                                  model=None if model == "<synthetic>" else model,
                                  provider="anthropic", tool_call_count=tool_count,
-                                 text_chars=text_chars, origin=origin)
+                                 text_chars=text_chars, origin=origin,
+                                 mid_reply=stop_reason is None)
         return [reply, *calls]
 
     def _user(self, context: _FileContext, entry: dict, message: dict, origin: str) -> list:

@@ -287,22 +287,11 @@ class JsonlTreeSource(Source):
                     return
 
     def _emit_line(self, line: Line, out: list) -> None:
-        if not line.data.strip():
+        decoded = self.json_line(line, out)
+        if decoded is None:
             return
+        entry, text = decoded
         where = f"offset {line.offset}"
-        try:
-            text = line.data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            out.append(self.error(where, f"invalid UTF-8 at byte {exc.start}", path=line.path))
-            return
-        if "\x00" in text:
-            out.append(self.error(where, "NUL byte in line", path=line.path))
-            return
-        try:
-            entry = untrusted_json.loads(text)
-        except ValueError as exc:
-            out.append(self.error(where, f"invalid JSON: {exc}", path=line.path))
-            return
         if not isinstance(entry, dict):
             out.append(self.error(where, "line is not a JSON object", path=line.path))
             return

@@ -40,7 +40,6 @@ import time
 from collections import OrderedDict
 from itertools import islice
 
-from monitor import untrusted_json
 from monitor.sources.base import Source
 from monitor.sources.legacy_index import SessionIndexReader
 from monitor.sources.legacy_listing import TranscriptListing
@@ -249,22 +248,11 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
         self._finished_archives.add(path)
 
     def _emit_line(self, sid: str, line, out: list) -> None:
-        if not line.data.strip():
+        decoded = self.json_line(line, out)
+        if decoded is None:
             return
+        entry = decoded[0]
         where = f"offset {line.offset}"
-        try:
-            text = line.data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            out.append(self.error(where, f"invalid UTF-8 at byte {exc.start}", path=line.path))
-            return
-        if "\x00" in text:
-            out.append(self.error(where, "NUL byte in line", path=line.path))
-            return
-        try:
-            entry = untrusted_json.loads(text)
-        except ValueError as exc:
-            out.append(self.error(where, f"invalid JSON: {exc}", path=line.path))
-            return
         origin = f"{line.path}@{line.offset}"
         try:
             events = parse_entry(entry, sid, origin)
