@@ -297,3 +297,42 @@ def test_kill_evidence_ignores_rows_of_the_wrong_type(tmp_path):
     assert set(tasks) <= {"agent:main:ok", "agent:main:t3", "agent:main:t4"}
     t3 = tasks["agent:main:t3"]
     assert t3.process_session is None and t3.command == "" and t3.started_at is None
+
+
+def test_kill_evidence_reads_zstd_rows_with_the_source_own_bounds(tmp_path):
+    """The evidence reader decompresses ``event_zstd`` with the source's decoder: a good
+    blob gives its exec call; one whose frame declares more than an event may hold, or
+    that holds more than that, gives none (and the rows after it still count)."""
+    import struct
+
+    import zstandard
+
+    from monitor.sources.event_blob import MAX_EVENT_BYTES
+
+    state = tmp_path / "state"
+    conn = make_db(state / "agents" / "main" / "agent" / "openclaw-agent.sqlite",
+                   nullable=True)
+    add_node(conn, GOOD_KEY, GOOD_SID)
+
+    def exec_call(call_id: str, command: str) -> bytes:
+        return dumps({"type": "message", "message": {"role": "assistant", "content": [
+            {"type": "toolCall", "id": call_id, "name": "exec",
+             "arguments": {"command": command}}]}}).encode()
+
+    liar = exec_call("call-liar", "sleep 1")
+    declares_more = struct.pack("<IBQ", 0xFD2FB528, 0xE0, MAX_EVENT_BYTES + 1) \
+        + ((len(liar) << 3) | 1).to_bytes(3, "little") + liar
+    unsized = zstandard.ZstdCompressor(write_content_size=False)
+    oversized = unsized.compress(exec_call("call-big", "x" * (MAX_EVENT_BYTES + 10)))
+    blobs = ((1, zstandard.ZstdCompressor().compress(exec_call("call-zstd", "sleep 600"))),
+             (2, declares_more), (3, oversized))
+    for seq, blob in blobs:
+        conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at, "
+                     "event_zstd, event_utf8_bytes, navigation_json) "
+                     "VALUES (?, ?, NULL, ?, ?, 10, '{}')", (GOOD_SID, seq, NOW_MS, blob))
+    add_row(conn, GOOD_SID, 4, {"type": "message", "message": {
+        "role": "assistant", "content": [{"type": "toolCall", "id": "call-after",
+                                          "name": "exec", "arguments": {"command": "ls"}}]}})
+    conn.close()
+    calls = {c.call_id for c in ev.recent_exec_calls(str(state))}
+    assert calls == {"call-zstd", "call-after"}

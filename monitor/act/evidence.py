@@ -45,6 +45,7 @@ import zstandard
 from monitor import untrusted_json
 from monitor.act.processes import ExecShell
 from monitor.act.runs import ExecPid
+from monitor.sources.event_blob import EventBlobError, decompress_event
 from monitor.sources.regular import check_sqlite_files, open_regular_file
 from monitor.sources.sqlite_ro import read_only_uri
 from monitor.sources.transcript import parse_timestamp
@@ -182,8 +183,8 @@ def _decode(event_json, event_zstd, decompressor) -> dict | None:
     STRICT, so either column may hold any type."""
     if event_json is None and isinstance(event_zstd, bytes):
         try:
-            event_json = decompressor.decompress(event_zstd, max_output_size=16 * 1024 * 1024)
-        except zstandard.ZstdError:
+            event_json = decompress_event(decompressor, event_zstd, None)
+        except EventBlobError:
             return None
     if not isinstance(event_json, (str, bytes)):
         return None

@@ -49,13 +49,13 @@ import zstandard
 
 from monitor import untrusted_json
 from monitor.sources.base import Source
+from monitor.sources.event_blob import EventBlobError, decompress_event
 from monitor.sources.sqlite_cold import ColdReader, has_cold_table
 from monitor.sources.sqlite_index import SessionIndexRows
 from monitor.sources.sqlite_open import DatabaseConnection, is_busy
 from monitor.sources.sqlite_ro import sql_int, type_name
 from monitor.sources.transcript import UnknownEntry, parse_entry
 
-MAX_EVENT_BYTES = 4 * 1024 * 1024
 #: Decoded event JSON one poll reads at most (overshoot: one row, at most MAX_EVENT_BYTES).
 STEP_BUDGET_BYTES = 32 * 1024 * 1024
 #: Rows one poll reads at most, bounding the events a poll hands on when rows are small.
@@ -337,22 +337,9 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, Source):
         return size
 
     def _decode_zstd(self, where: str, data, utf8_bytes, out: list) -> bytes | None:
-        """One ``event_zstd`` value, never decompressed past ``MAX_EVENT_BYTES``: the
-        decompressor trusts a frame's declared size over ``max_output_size``, so a frame
-        that declares more (a damaged row) is reported rather than allocated."""
-        if not isinstance(data, bytes):
-            out.append(self.error(where, "cannot decode event_zstd: not a blob"))
-            return None
-        limit = utf8_bytes if isinstance(utf8_bytes, int) and 0 < utf8_bytes <= MAX_EVENT_BYTES \
-            else MAX_EVENT_BYTES
         try:
-            declared = zstandard.frame_content_size(data)
-            if declared > MAX_EVENT_BYTES:
-                out.append(self.error(where, f"cannot decode event_zstd: the frame declares "
-                                             f"{declared} bytes, over the {MAX_EVENT_BYTES} limit"))
-                return None
-            return self._decompressor.decompress(data, max_output_size=limit)
-        except zstandard.ZstdError as exc:
+            return decompress_event(self._decompressor, data, utf8_bytes)
+        except EventBlobError as exc:
             out.append(self.error(where, f"cannot decode event_zstd: {exc}"))
             return None
 
