@@ -56,6 +56,8 @@ class UserMessage:
     ts: float | None
     text_chars: int = 0
     origin: str = ""
+    #: Read only to be counted (``transcript_light``): history no detector sees.
+    counted_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,8 @@ class AssistantMessage:
     #: writes each content block as a line without a stop reason, the last one ending the
     #: turn): never the end of a turn, even with no tool call in it.
     mid_reply: bool = False
+    #: Read only to be counted (``transcript_light``): no text was measured.
+    counted_only: bool = False
 
     @property
     def is_error(self) -> bool:
@@ -110,6 +114,8 @@ class ToolCall:
     # The OpenClaw tool whose outcome rules apply ("exec", "read", "write", "web_fetch"...),
     # for a Claude Code / Codex tool (``cli_tools.openclaw_tool``); None: ``name`` itself.
     shape: str | None = None
+    #: Read only to be counted (``transcript_light``): ``arguments`` is None.
+    counted_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +131,8 @@ class ToolResult:
     run_id: str | None
     ts: float | None
     origin: str = ""
+    #: Read only to be counted (``transcript_light``): ``details`` None, ``text`` "".
+    counted_only: bool = False
 
     @property
     def denied_reason(self) -> str | None:

@@ -26,6 +26,7 @@ from monitor.events import (
 )
 from monitor.run_index import RunIndex
 from monitor.sources.sourceset import SourceSet
+from monitor.sources.transcript_light import CountOnly
 
 # Findings kept per session (the newest); ``findings_total`` counts every one. A session
 # looping for days keeps producing findings (one per OpenClaw warning line, every tenth
@@ -155,6 +156,9 @@ class Monitor:
         #: every event is detected on (``replay``).
         self.detect_since = detect_since
         self.sessions: dict[str, SessionState] = {}
+        set_count_only = getattr(sources, "set_count_only", None)
+        if detect_since is not None and set_count_only is not None:
+            set_count_only(CountOnly(detect_since, self._session_is_history))
         self.key_to_session: dict[str, str] = {}
         self.run_to_session = RunIndex(runs_kept or RUNS_KEPT)
         self.quiet = False
@@ -303,10 +307,18 @@ class Monitor:
                 state.errors += 1
         elif isinstance(event, UserMessage) and event.run_id:
             state.run_id = event.run_id
-        if self.detect_since is not None and state.status != "running" \
-                and getattr(event, "ts", None) is not None and event.ts < self.detect_since:
+        if getattr(event, "counted_only", False) or (
+                self.detect_since is not None and state.status != "running"
+                and getattr(event, "ts", None) is not None and event.ts < self.detect_since):
             return
         self._detect(state, event, records)
+
+    def _session_is_history(self, session_id: str) -> bool:
+        """The session's entries before ``detect_since`` are only counted, and none of its
+        entries since then has been read (``transcript_light``)."""
+        state = self.sessions.get(session_id)
+        return state is None or (state.status != "running" and (
+            state.last_ts is None or state.last_ts < self.detect_since))
 
     def _fold_notice(self, notice: GatewayNotice, records: list[dict]) -> None:
         sid = notice.session_id if notice.session_id in self.sessions else None

@@ -334,6 +334,8 @@ class SnapshotBuilder:
 
     def _is_history(self, event) -> bool:
         """The monitor counts ``event`` without detecting on it (``Monitor.detect_since``)."""
+        if getattr(event, "counted_only", False):
+            return True
         since = getattr(self.monitor, "detect_since", None)
         ts = getattr(event, "ts", None)
         if since is None or ts is None or ts >= since:

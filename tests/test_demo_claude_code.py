@@ -138,6 +138,8 @@ def test_the_stop_key_path_sends_sigint_through_the_routing_controller(world, tm
         controller.close()
     assert result.ok, result.detail
     assert "sent SIGINT" in result.detail and "it exited" in result.detail, result.detail
+    # the kernel has it dead (a zombie at least); reaping it is this process's part
+    assert claude.popen.wait(timeout=2) is not None
     assert not claude.alive()
     last = json.loads(claude.transcript.read_text().splitlines()[-1])
     assert last["type"] == "user" and last["message"]["content"][0]["text"] in (

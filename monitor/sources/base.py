@@ -7,7 +7,8 @@ import re
 import time
 
 from monitor import untrusted_json
-from monitor.events import SourceError, SourceKind, SourceNotice
+from monitor.events import SessionInfo, SourceError, SourceKind, SourceNotice
+from monitor.sources.transcript_light import CountOnly, counted_events
 
 ERROR_SAMPLES_KEPT = 5
 #: Files whose same notice is shown one by one; past this, one record counts them.
@@ -49,12 +50,38 @@ class Source:
     #: done at least one) and sets ``behind``; None: no limit. Set by ``SourceSet.poll`` so
     #: a step (and with it a stop signal or a quit key) never waits long.
     deadline: float | None = None
+    #: Set by the monitor when it detects only on the present: entries it will only count
+    #: are read light (``transcript_light``). Sources with an index of their own use it.
+    count_only: CountOnly | None = None
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.events = 0
         self.errors = 0
         self.error_samples: list[SourceError] = []
+        #: Sessions this source's own index last said are running: always read in full.
+        self.running_sessions: set[str] = set()
+
+    def note_running(self, records: list) -> None:
+        """Keep ``running_sessions`` up to date with the index records in ``records``."""
+        for record in records:
+            if isinstance(record, SessionInfo):
+                if record.status == "running":
+                    self.running_sessions.add(record.session_id)
+                else:
+                    self.running_sessions.discard(record.session_id)
+
+    def counted(self, text: str | bytes, session_id: str, origin: str) -> list | None:
+        """The events of an entry read light, if the monitor only counts it (else None:
+        read it in full)."""
+        count_only = self.count_only
+        if count_only is None or session_id in self.running_sessions \
+                or not count_only.session_is_history(session_id):
+            return None
+        events = counted_events(text, session_id, origin, count_only)
+        if events is not None:
+            self.events += len(events)
+        return events
 
     def poll(self) -> list:
         raise NotImplementedError
@@ -93,21 +120,32 @@ class Source:
         """A transcript line (``tail.Line``) decoded: its JSON value and its text, or None
         when it is blank or unreadable (invalid UTF-8, a NUL byte, invalid JSON: then one
         error with the file and offset is added to ``out``)."""
+        text = self.line_text(line, out)
+        return None if text is None else self.json_text(text, line, out)
+
+    def line_text(self, line, out: list) -> str | None:
+        """The text of a transcript line, or None when it is blank, not UTF-8 or holds a
+        NUL byte (then with an error in ``out``)."""
         if not line.data.strip():
             return None
-        where = f"offset {line.offset}"
         try:
             text = line.data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            out.append(self.error(where, f"invalid UTF-8 at byte {exc.start}", path=line.path))
+            out.append(self.error(f"offset {line.offset}", f"invalid UTF-8 at byte {exc.start}",
+                                  path=line.path))
             return None
         if "\x00" in text:
-            out.append(self.error(where, "NUL byte in line", path=line.path))
+            out.append(self.error(f"offset {line.offset}", "NUL byte in line", path=line.path))
             return None
+        return text
+
+    def json_text(self, text: str, line, out: list) -> tuple[object, str] | None:
+        """``json_line`` of a line whose ``line_text`` is ``text``."""
         try:
             return untrusted_json.loads(text), text
         except ValueError as exc:
-            out.append(self.error(where, f"invalid JSON: {exc}", path=line.path))
+            out.append(self.error(f"offset {line.offset}", f"invalid JSON: {exc}",
+                                  path=line.path))
             return None
 
     def give_notices(self, notices: list, out: list) -> None:

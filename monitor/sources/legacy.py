@@ -163,6 +163,7 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
         nothing left to read)."""
         out: list = []
         self._read_index(out)
+        self.note_running(out)
         self._follow_new(self._transcript_paths())
         self._wake_idle()
         budget = self.poll_budget_bytes
@@ -248,12 +249,19 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
         self._finished_archives.add(path)
 
     def _emit_line(self, sid: str, line, out: list) -> None:
-        decoded = self.json_line(line, out)
+        text = self.line_text(line, out)
+        if text is None:
+            return
+        origin = f"{line.path}@{line.offset}"
+        counted = self.counted(text, sid, origin)
+        if counted is not None:
+            out.extend(counted)
+            return
+        decoded = self.json_text(text, line, out)
         if decoded is None:
             return
         entry = decoded[0]
         where = f"offset {line.offset}"
-        origin = f"{line.path}@{line.offset}"
         try:
             events = parse_entry(entry, sid, origin)
         except UnknownEntry as exc:

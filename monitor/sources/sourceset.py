@@ -14,6 +14,7 @@ from monitor.sources.jsonl_tree import first_entry
 from monitor.sources.legacy import LegacySessionsSource
 from monitor.sources.sqlite_agent import SqliteAgentSource
 from monitor.sources.tail_state import FollowerState, complete_files
+from monitor.sources.transcript_light import CountOnly
 
 AGENT_DB = os.path.join("agent", "openclaw-agent.sqlite")
 RESCAN_SECONDS = 2.0
@@ -55,6 +56,8 @@ class SourceSet:
         self.transcripts_only = transcripts_only
         self.only_sessions = only_sessions
         self.count_shared_errors = count_shared_errors
+        #: Given to every source (``set_count_only``): what the monitor only counts.
+        self.count_only: CountOnly | None = None
         self.log_path = log_path
         self.rolling_log_dirs = rolling_log_dirs
         self.include_archives = include_archives
@@ -97,6 +100,7 @@ class SourceSet:
         if hasattr(source, "only_sessions"):
             source.only_sessions = self.only_sessions
         source.count_shared_errors = self.count_shared_errors
+        source.count_only = self.count_only
         if sid not in self._known:
             self._known.add(sid)
             self.sources.append(source)
@@ -205,6 +209,13 @@ class SourceSet:
             return source.poll()
         finally:
             source.poll_budget_bytes = budget
+
+    def set_count_only(self, count_only: CountOnly | None) -> None:
+        """The entries the monitor only counts are read light from now on (the
+        transcript sources that keep an index of their own: OpenClaw's)."""
+        self.count_only = count_only
+        for source in self.sources:
+            source.count_only = count_only
 
     def session_reader(self, session_id: str) -> SourceSet:
         """A set that reads one session's transcripts from their start to their end (a

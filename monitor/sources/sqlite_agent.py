@@ -139,6 +139,7 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, Source):
             conn.execute("BEGIN")
             try:
                 self._read_sessions(conn, pending)
+                self.note_running(pending)
                 self._read_transcripts(conn, pending)
             finally:
                 conn.execute("COMMIT")
@@ -319,6 +320,11 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, Source):
             out.append(self.error(where, "row has neither event_json nor event_zstd"))
             return 0
         size = len(event_json) if isinstance(event_json, (bytes, str)) else 0
+        if size:
+            counted = self.counted(event_json, sid, origin)
+            if counted is not None:
+                out.extend(counted)
+                return size
         try:
             entry = untrusted_json.loads(event_json)
         except (ValueError, UnicodeDecodeError, TypeError) as exc:

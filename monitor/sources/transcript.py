@@ -125,7 +125,7 @@ def _text_field(record: dict, name: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _run_id_of(message: dict) -> str | None:
+def run_id_of(message: dict) -> str | None:
     meta = message.get("__openclaw")
     if isinstance(meta, dict) and isinstance(meta.get("runId"), str):
         return meta["runId"]
@@ -164,7 +164,7 @@ def _parse_message(message: dict, session_id: str, origin: str, entry_ts: float 
                    ) -> list[TranscriptEvent]:
     role = message.get("role")
     ts = parse_timestamp(message.get("timestamp")) or entry_ts
-    run_id = _run_id_of(message)
+    run_id = run_id_of(message)
     if role == "assistant":
         return _parse_assistant(message, session_id, origin, ts, run_id)
     if role == "toolResult":

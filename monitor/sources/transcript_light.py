@@ -1,0 +1,142 @@
+"""History the monitor only counts, decoded only as far as counting needs.
+
+The dashboard and ``watch`` detect on the present (``Monitor.detect_since``); of an older
+entry of a session that is not running they keep counts, tokens, tool names and times.
+``counted_events`` decodes such an entry with typed structs that skip tool arguments,
+results and texts without building them (a third of the cost of decoding it whole), and
+gives the events ``parse_entry`` would give, marked ``counted_only``, with exactly the
+fields counting reads; the rest are left empty (arguments None, result text ""). Anything
+else, or anything these structs do not take as typed (another entry type, a veto, a value
+of an unexpected type, JSON the fast decoder refuses), gives None: the caller then reads
+the entry in full, so a line is accepted, refused or reported exactly as it is today.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import msgspec
+
+from monitor.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from monitor.sources.transcript import (
+    TOOL_CALL_ITEM_TYPES,
+    parse_timestamp,
+    parse_usage,
+    run_id_of,
+)
+
+
+class CountOnly(NamedTuple):
+    """When an entry is only counted: its time is before ``since`` and
+    ``session_is_history(session_id)`` (the monitor's view: not running, nothing newer
+    seen). A source also keeps to the full read for the sessions its own index says are
+    running."""
+
+    since: float
+    session_is_history: Callable[[str], bool]
+
+
+class _Item(msgspec.Struct):
+    type: Any = None
+    id: Any = None
+    name: Any = None
+    arguments: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    input: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Details(msgspec.Struct):
+    deniedReason: Any = None
+
+
+class _Message(msgspec.Struct):
+    role: Any = None
+    timestamp: Any = None
+    content: list[_Item] | str | None = None
+    usage: Any = None
+    stopReason: Any = None
+    errorMessage: Any = None
+    model: Any = None
+    provider: Any = None
+    toolCallId: Any = None
+    toolName: Any = None
+    isError: Any = None
+    details: _Details | None = None
+    idempotencyKey: Any = None
+    openclaw: Any = msgspec.field(default=None, name="__openclaw")
+
+
+class _Entry(msgspec.Struct):
+    type: Any = None
+    timestamp: Any = None
+    message: _Message | None = None
+
+
+_DECODER = msgspec.json.Decoder(_Entry)
+
+
+def counted_events(text: str | bytes, session_id: str, origin: str, count_only: CountOnly
+                   ) -> list | None:
+    """The counted-only events of one transcript entry, or None when it must be read in
+    full (see the module docstring). ``text`` is the entry's JSON (bytes must be UTF-8:
+    they are checked here, as the full read does)."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    try:
+        entry = _DECODER.decode(text)
+    except (msgspec.MsgspecError, RecursionError):
+        return None
+    message = entry.message
+    if entry.type != "message" or message is None:
+        return None
+    ts = parse_timestamp(message.timestamp) or parse_timestamp(entry.timestamp)
+    if ts is None or ts >= count_only.since:
+        return None
+    role = message.role
+    if role == "assistant":
+        return _assistant(message, session_id, origin, ts)
+    if role == "toolResult":
+        return _tool_result(message, session_id, origin, ts)
+    if role == "user":
+        return [UserMessage(session_id, _run_id(message), ts, 0, origin, counted_only=True)]
+    return []
+
+
+def _run_id(message: _Message) -> str | None:
+    return run_id_of({"__openclaw": message.openclaw, "idempotencyKey": message.idempotencyKey})
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _assistant(message: _Message, session_id: str, origin: str, ts: float) -> list:
+    run_id = _run_id(message)
+    items = message.content if isinstance(message.content, list) else []
+    calls = [ToolCall(session_id,
+                      item.id if isinstance(item.id, str) else f"{origin}#{index}",
+                      item.name if isinstance(item.name, str) else "?",
+                      None, run_id, ts, f"{origin}#{index}",
+                      item.arguments is not msgspec.UNSET or item.input is not msgspec.UNSET,
+                      counted_only=True)
+             for index, item in enumerate(items) if item.type in TOOL_CALL_ITEM_TYPES]
+    reply = AssistantMessage(
+        session_id=session_id, run_id=run_id, ts=ts, usage=parse_usage(message.usage),
+        stop_reason=_text(message.stopReason), error_message=_text(message.errorMessage),
+        model=_text(message.model), provider=_text(message.provider),
+        tool_call_count=len(calls), text_chars=0, origin=origin, counted_only=True)
+    return [reply, *calls]
+
+
+def _tool_result(message: _Message, session_id: str, origin: str, ts: float) -> list | None:
+    if message.details is not None and message.details.deniedReason == "tool-loop":
+        return None                     # a veto: the full read gives its LoopVeto too
+    call_id, name = message.toolCallId, message.toolName
+    return [ToolResult(session_id=session_id,
+                       call_id=call_id if isinstance(call_id, str) else "",
+                       name=name if isinstance(name, str) else "?",
+                       is_error=bool(message.isError), details=None, text="",
+                       run_id=_run_id(message), ts=ts, origin=origin, counted_only=True)]

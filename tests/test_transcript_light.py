@@ -1,0 +1,221 @@
+"""History read light (``monitor.sources.transcript_light``, issue 11 item 1).
+
+An entry the monitor only counts gives, read light, the events a full read gives, equal in
+every field counting reads, or None (then it is read in full): proven over the fuzz
+strategies, and end to end: a monitor that reads history light folds both eras of the
+generated state dirs into the same sessions, records and findings as one that reads it all.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import statistics
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_fuzz import (
+    content_items,
+    entries,
+    json_values,
+    short_text,
+    tool_names,
+    transcript_lines,
+    usage_fields,
+)
+
+from monitor import untrusted_json
+from monitor.detect.engine import DetectionEngine
+from monitor.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from monitor.pipeline import Monitor
+from monitor.sources.sourceset import SourceSet
+from monitor.sources.transcript import parse_entry
+from monitor.sources.transcript_light import CountOnly, counted_events
+
+EVERYTHING_IS_HISTORY = CountOnly(float("inf"), lambda session_id: True)
+#: What the pipeline and the board read of a counted event, per type.
+COUNTED_FIELDS = {
+    AssistantMessage: ("session_id", "run_id", "ts", "usage", "stop_reason", "error_message",
+                       "model", "provider", "tool_call_count", "origin", "is_error"),
+    ToolCall: ("session_id", "call_id", "name", "run_id", "ts", "origin", "has_arguments"),
+    ToolResult: ("session_id", "call_id", "name", "is_error", "run_id", "ts", "origin"),
+    UserMessage: ("session_id", "run_id", "ts", "origin"),
+}
+
+
+def full_read(line: bytes) -> list | None:
+    """The events of the full read, or None where it reports the line as an error."""
+    try:
+        text = line.decode("utf-8")
+        if "\x00" in text:
+            return None
+        return parse_entry(untrusted_json.loads(text), "sid", "t.jsonl@0")
+    except ValueError:
+        return None
+
+
+def counted_view(event) -> tuple:
+    fields = COUNTED_FIELDS.get(type(event))
+    assert fields is not None, f"{type(event).__name__} is never read light"
+    return (type(event).__name__, *(getattr(event, name) for name in fields))
+
+
+def same(left, right) -> bool:
+    """Equal, NaN equal to itself (a usage field is never NaN, a timestamp may not be)."""
+    return left == right or (left != left and right != right)
+
+
+@settings(max_examples=600, deadline=None)
+@given(transcript_lines)
+def test_a_line_read_light_gives_the_full_read_events_or_is_read_in_full(line):
+    light = counted_events(line, "sid", "t.jsonl@0", EVERYTHING_IS_HISTORY)
+    if light is None:
+        return
+    full = full_read(line)
+    assert full is not None, "read light, yet the full read reports it"
+    assert [counted_view(e) for e in light] == [counted_view(e) for e in full]
+    assert all(e.counted_only for e in light)
+
+
+#: Message entries shaped as the light read takes them (every field of its type), with
+#: run ids, errors and models set: the cases a light read must get exactly right.
+plain_entries = st.fixed_dictionaries({
+    "type": st.just("message"),
+    "timestamp": st.sampled_from(["2026-11-29T13:57:11.540Z", "2026-11-29T14:00:00Z"]),
+    "message": st.fixed_dictionaries(
+        {"role": st.sampled_from(["assistant", "toolResult", "user", "custom"]),
+         "timestamp": st.one_of(st.none(), st.sampled_from(["2026-11-29T13:58:00Z", ""]))},
+        optional={"content": st.one_of(st.lists(content_items, max_size=4), short_text),
+                  "usage": usage_fields, "stopReason": st.one_of(short_text, json_values),
+                  "errorMessage": st.one_of(short_text, json_values),
+                  "model": st.one_of(short_text, json_values), "provider": short_text,
+                  "toolCallId": st.one_of(short_text, json_values), "toolName": tool_names,
+                  "isError": json_values,
+                  "details": st.fixed_dictionaries({}, optional={
+                      "deniedReason": st.sampled_from(["tool-loop", "other"]),
+                      "aggregated": short_text}),
+                  "idempotencyKey": st.one_of(short_text, short_text.map(lambda t: t + ":user")),
+                  "__openclaw": st.fixed_dictionaries({}, optional={
+                      "runId": st.one_of(short_text, json_values)})})})
+
+
+@settings(max_examples=600, deadline=None)
+@given(plain_entries)
+def test_plain_message_entries_read_light_as_the_full_read_reads_them(entry):
+    line = json.dumps(entry).encode()
+    light = counted_events(line, "sid", "t.jsonl@0", EVERYTHING_IS_HISTORY)
+    full = full_read(line)
+    veto = (entry["message"]["role"] == "toolResult"
+            and entry["message"].get("details", {}).get("deniedReason") == "tool-loop")
+    try:
+        msgspec.json.decode(line)
+    except msgspec.MsgspecError:        # NaN, Infinity: only the full read's fallback takes it
+        assert light is None
+        return
+    if veto:
+        assert light is None
+        return
+    assert light is not None, "a plain message entry is read light"
+    assert [counted_view(e) for e in light] == [counted_view(e) for e in full]
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries)
+def test_typed_entries_read_light_whenever_they_are_plain_counted_messages(entry):
+    """Light is not only ever None: a message entry of a counted role with typed fields is
+    read light (so the equality above is not vacuous)."""
+    line = json.dumps(entry).encode()
+    light = counted_events(line, "sid", "t.jsonl@0", EVERYTHING_IS_HISTORY)
+    message = entry.get("message")
+    plain = (entry["type"] == "message" and isinstance(message, dict)
+             and message.get("role") in ("assistant", "user")
+             and isinstance(message.get("content", []), (list, str))
+             and all(isinstance(item, dict) for item in message.get("content") or [])
+             and isinstance(message.get("timestamp"), str)
+             and message["timestamp"].startswith("2026-11-29")
+             and not isinstance(message.get("usage"), float))
+    if plain and full_read(line):
+        assert light is not None
+
+
+def test_an_entry_at_or_after_the_cutoff_and_a_veto_are_read_in_full():
+    base = {"type": "message", "timestamp": "2026-11-29T13:57:11.540Z"}
+    call = dict(base, message={"role": "assistant", "content": [
+        {"type": "toolCall", "id": "c1", "name": "exec", "arguments": {"command": "ls"}}]})
+    ts = parse_entry(call, "sid", "o")[0].ts
+    line = json.dumps(call).encode()
+    assert counted_events(line, "sid", "o", CountOnly(ts, lambda s: True)) is None
+    light = counted_events(line, "sid", "o", CountOnly(ts + 1, lambda s: True))
+    assert [type(e) for e in light] == [AssistantMessage, ToolCall]
+    assert light[1].arguments is None and light[1].has_arguments
+    veto = dict(base, message={"role": "toolResult", "toolCallId": "c1", "toolName": "exec",
+                               "details": {"deniedReason": "tool-loop"}})
+    assert counted_events(json.dumps(veto).encode(), "sid", "o",
+                          CountOnly(ts + 1, lambda s: True)) is None
+
+
+# ------------------------------------------------------------------------ end to end
+
+def _fold(state_dir, detect_since: float, light: bool) -> tuple[dict, list, int]:
+    """Everything a monitor folded from ``state_dir``, its output records and how many
+    events it was given read light."""
+    sources = SourceSet(state_dir=str(state_dir))
+    if not light:
+        sources.set_count_only = lambda count_only: None
+    counted = 0
+    poll = sources.poll
+
+    def counting_poll() -> list:
+        nonlocal counted
+        events = poll()
+        counted += sum(getattr(event, "counted_only", False) for event in events)
+        return events
+
+    sources.poll = counting_poll
+    monitor = Monitor(sources, DetectionEngine(), detect_since=detect_since)
+    records: list[dict] = []
+    previous = -1
+    while True:
+        records += monitor.step()
+        total = sum(s.events + s.errors for s in sources.sources)
+        if total == previous and not sources.behind:
+            break
+        previous = total
+    folded = {"report": monitor.report(), "sources": sources.summaries(),
+              "sessions": {sid: (s.tool_calls, dict(s.tools), s.token_counts(),
+                                 s.assistant_messages, s.errors, s.first_ts, s.last_ts,
+                                 s.run_id, s.model, [f.as_json() for f in s.findings])
+                           for sid, s in monitor.sessions.items()}}
+    sources.close()
+    return folded, records, counted
+
+
+def _middle_time(state_dir) -> float:
+    db = state_dir / "sqlite" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    with sqlite3.connect(db) as conn:
+        times = [row[0] / 1000.0 for row in conn.execute(
+            "SELECT created_at FROM transcript_events WHERE created_at > 0")]
+    return statistics.median(times)
+
+
+def test_a_monitor_reading_history_light_folds_what_one_reading_it_all_folds(
+        generated_state_dirs):
+    """Half of each era's events are before the cutoff; sessions, records, findings and
+    source summaries are the same whether that half is read light or in full."""
+    since = _middle_time(generated_state_dirs)
+    for era in ("legacy", "sqlite"):
+        state_dir = generated_state_dirs / era
+        light, light_records, counted = _fold(state_dir, since, light=True)
+        full, full_records, none_counted = _fold(state_dir, since, light=False)
+        assert counted > 1000 and none_counted == 0, (era, counted)
+        assert light["report"] == full["report"], era
+        assert light["sources"] == full["sources"], era
+        assert light["sessions"] == full["sessions"], era
+        assert without_read_time(light_records) == without_read_time(full_records), era
+
+
+def without_read_time(records: list[dict]) -> list[dict]:
+    """Error and notice records are stamped with the time they were read."""
+    return [{k: v for k, v in r.items() if not (k == "ts" and r["type"] in ("error", "notice"))}
+            for r in records]
