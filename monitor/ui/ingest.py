@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+from monitor.heap import give_back_free_memory
 from monitor.snapshot import Snapshot, SnapshotBuilder
 from monitor.sources.wake import Waker
 
@@ -131,6 +132,7 @@ class IngestLoop:
             if builder.scanning and not feed.backlog and not feed.behind \
                     and feed.read - read_before < feed.slice_events:
                 builder.finish_scan()
+                give_back_free_memory()
                 builder.watch_error = self._waker.watch_error
                 monitor.quiet = False
                 self._forced = True
