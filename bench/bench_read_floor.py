@@ -6,7 +6,8 @@ decompress every ``event_zstd`` blob; in the legacy era, read every transcript's
 split them into lines. ``python -m monitor replay --json --no-cache`` (every detector on,
 ``--jobs`` at its default: all cores) is timed against it, the two alternating for
 ``--runs`` rounds after one warm-up each; medians, the spread (max−min over median) and
-the ratio replay/floor are printed. Peak RSS and CPU time come from ``wait4``.
+the ratio replay/floor are printed. CPU time and the largest process's peak RSS come from
+``wait4``; the whole tree's peak memory is sampled (summed PSS).
 
     .venv/bin/python bench/bench_read_floor.py [--dir /tmp/clawwatch-bench] [--runs 3]
         [--eras sqlite,legacy] [--results FILE]
@@ -93,7 +94,8 @@ def print_era(summary: dict) -> None:
     for name, figures, spread_of in (("replay", replay, summary["replay_spread"]),
                                      ("floor", floor, summary["floor_spread"])):
         print(f"  {name:7} wall {figures['wall']:7.2f} s (spread {spread_of:4.0%})  "
-              f"cpu {figures['cpu']:7.2f} s  peak RSS {figures['rss_mb']:6.0f} MB")
+              f"cpu {figures['cpu']:7.2f} s  peak RSS {figures['rss_mb']:6.0f} MB, "
+              f"whole tree {figures['tree_mb']:6.0f} MB")
     print(f"  replay / floor: {summary['ratio_wall']:.1f}x wall, "
           f"{summary['ratio_cpu']:.1f}x cpu")
 

@@ -4,7 +4,8 @@ Times ``python -m monitor replay --state-dir DIR --json`` (every detector on) an
 ``ccusage openclaw session --json --offline --open-claw-path DIR`` on the dirs written by
 ``bench/gen_large_state.py``: one warm-up run each (discarded), then ``--runs`` rounds
 that alternate the two tools, medians reported. Peak RSS and CPU time come from
-``wait4`` (the whole process tree: ccusage's node launcher and its native binary).
+``wait4`` (RSS: the largest process of the tree); the whole tree's memory is sampled
+(``TreeMemory``: summed PSS).
 Then compares per-session token totals of both tools with the generator's manifest;
 ccusage selects only ``event_json``, so in the SQLite era it misses the usage of
 assistant messages stored in ``event_zstd`` rows, which is counted exactly.
@@ -29,6 +30,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 CCUSAGE_VERSION = "20.0.24"
@@ -57,31 +60,66 @@ def clean_env() -> dict[str, str]:
     return env
 
 
+class TreeMemory(threading.Thread):
+    """Samples the memory of a process and all its descendants every 0.1 s: the peak of
+    their summed PSS (proportional set size: a page shared by forked workers counts once,
+    split among them). ``wait4``'s ``ru_maxrss`` is only the largest single process."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.peak = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.Error:
+            return
+        while not self.done.wait(0.1):
+            try:
+                procs = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                return
+            total = 0
+            for proc in procs:
+                try:
+                    total += proc.memory_full_info().pss
+                except psutil.Error:
+                    continue
+            self.peak = max(self.peak, total)
+
+
 def timed(command: list[str], output: Path, cwd: Path, timeout: float | None) -> dict:
-    """Run ``command`` with stdout to ``output``; wall time, CPU time and peak RSS (or,
-    past ``timeout`` seconds, the process tree is killed and the run marked timed out)."""
+    """Run ``command`` with stdout to ``output``; wall time, CPU time, peak RSS of its
+    largest process and peak memory of its whole tree (or, past ``timeout`` seconds, the
+    process tree is killed and the run marked timed out)."""
     with open(output, "wb") as out, open(output.with_suffix(".stderr"), "wb") as err:
         started = time.perf_counter()
         process = subprocess.Popen(command, stdout=out, stderr=err, env=clean_env(), cwd=cwd,
                                    start_new_session=True)
+        tree = TreeMemory(process.pid)
+        tree.start()
         killer = threading.Timer(timeout, os.killpg, (process.pid, signal.SIGKILL)) \
             if timeout else None
         if killer:
             killer.start()
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
+        tree.done.set()
+        tree.join()
         if killer:
             killer.cancel()
         process.returncode = os.waitstatus_to_exitcode(status)
+    figures = {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+               "rss_mb": usage.ru_maxrss / 1024, "tree_mb": tree.peak / 1e6}
     if timeout and wall >= timeout:
-        return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
-                "rss_mb": usage.ru_maxrss / 1024, "timed_out": True}
+        return {**figures, "timed_out": True}
     stderr = output.with_suffix(".stderr").read_text(errors="replace")
     if process.returncode != 0:
         raise SystemExit(f"bench_replay: {' '.join(command)} exited {process.returncode}:\n"
                          f"{stderr[-2000:]}")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
-            "rss_mb": usage.ru_maxrss / 1024, "timed_out": False}
+    return {**figures, "timed_out": False}
 
 
 def commands(state_dir: Path, ccusage: Path) -> dict[str, list[str]]:
@@ -94,7 +132,8 @@ def commands(state_dir: Path, ccusage: Path) -> dict[str, list[str]]:
 
 
 def median_of(runs: list[dict]) -> dict:
-    return {key: statistics.median(r[key] for r in runs) for key in ("wall", "cpu", "rss_mb")}
+    return {key: statistics.median(r[key] for r in runs)
+            for key in ("wall", "cpu", "rss_mb", "tree_mb")}
 
 
 def spread(runs: list[dict]) -> float:
@@ -166,7 +205,8 @@ def bench_era(era: str, root: Path, manifest: dict, ccusage: Path, args) -> dict
             if figures["timed_out"]:
                 timed_out.add(name)
             print(f"  {era} round {round_no + 1} {name:9}: {figures['wall']:7.2f}s wall "
-                  f"{figures['cpu']:7.2f}s cpu {figures['rss_mb']:8.0f} MB rss"
+                  f"{figures['cpu']:7.2f}s cpu {figures['rss_mb']:8.0f} MB rss "
+                  f"{figures['tree_mb']:6.0f} MB tree"
                   + (" TIMED OUT" if figures["timed_out"] else ""), file=sys.stderr, flush=True)
     clawwatch_doc = json.loads((scratch / f"{era}-clawwatch.json").read_text())
     ccusage_doc = None if "ccusage" in timed_out else \
@@ -199,7 +239,8 @@ def print_summary(summary: dict) -> None:
         s = summary[name]
         more = " (timed out: at least this long)" if s["timed_out"] else ""
         print(f"{name:10} {s['wall']:8.2f} s{more}  {s['mb_per_s']:7.1f} MB/s  "
-              f"{s['events_per_s']:>9,} entries/s  peak RSS {s['rss_mb']:7.0f} MB  "
+              f"{s['events_per_s']:>9,} entries/s  peak RSS {s['rss_mb']:7.0f} MB "
+              f"(largest process; whole tree {s['tree_mb']:.0f} MB)  "
               f"cpu {s['cpu']:.1f} s  spread {s['spread'] * 100:.0f}%  walls {s['walls']}")
     ratio = summary["ratio"]
     print(f"throughput ratio clawwatch/ccusage: {ratio:.2f}x "
