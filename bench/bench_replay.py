@@ -1,7 +1,7 @@
 """Replay throughput of clawwatch against ccusage on the same state dirs, both eras.
 
-Times ``python -m monitor replay --state-dir DIR --json`` (every detector on) and
-``ccusage openclaw session --json --offline --open-claw-path DIR`` on the dirs written by
+Times ``python -m monitor replay --state-dir DIR --json --no-cache`` (cold, every detector
+on) and ``ccusage openclaw session --json --offline --open-claw-path DIR`` on the dirs from
 ``bench/gen_large_state.py``: one warm-up run each (discarded), then ``--runs`` rounds
 that alternate the two tools, medians reported. Peak RSS and CPU time come from
 ``wait4`` (RSS: the largest process of the tree); the whole tree's memory is sampled
@@ -125,7 +125,7 @@ def timed(command: list[str], output: Path, cwd: Path, timeout: float | None) ->
 def commands(state_dir: Path, ccusage: Path) -> dict[str, list[str]]:
     return {
         "clawwatch": [sys.executable, "-m", "monitor", "replay", "--state-dir", str(state_dir),
-                      "--json"],
+                      "--json", "--no-cache"],            # cold: the summary cache is not read
         "ccusage": [str(ccusage), "openclaw", "session", "--json", "--offline",
                     "--open-claw-path", str(state_dir)],
     }
