@@ -307,11 +307,20 @@ class Monitor:
                 state.errors += 1
         elif isinstance(event, UserMessage) and event.run_id:
             state.run_id = event.run_id
-        if getattr(event, "counted_only", False) or (
-                self.detect_since is not None and state.status != "running"
-                and getattr(event, "ts", None) is not None and event.ts < self.detect_since):
+        if self.only_counts(event):
             return
         self._detect(state, event, records)
+
+    def only_counts(self, event) -> bool:
+        """``event`` is counted, not run through the detectors: it was read only to be
+        counted, or it is older than ``detect_since`` and its session is not running."""
+        if getattr(event, "counted_only", False):
+            return True
+        ts = getattr(event, "ts", None)
+        if self.detect_since is None or ts is None or ts >= self.detect_since:
+            return False
+        state = self.sessions.get(event.session_id)
+        return state is None or state.status != "running"
 
     def _session_is_history(self, session_id: str) -> bool:
         """The session's entries before ``detect_since`` are only counted, and none of its

@@ -175,7 +175,7 @@ class SnapshotBuilder:
         self.expected = tuple(expected)
         engine = monitor.engine
         self.feed = SnapshotFeed(monitor.sources, keyed_by_engine=engine is not None)
-        self.feed.is_history = self._is_history
+        self.feed.is_history = monitor.only_counts
         if engine is not None:
             engine.outcome_listener = self.feed.outcome_known
         monitor.sources = self.feed
@@ -331,17 +331,6 @@ class SnapshotBuilder:
         return BurnLine(session_id, label, burn.tokens_per_minute,
                         tuple(rate for _, rate in burn.series), burn.total_tokens, burn.budget,
                         burn.percent, burn.eta_seconds)
-
-    def _is_history(self, event) -> bool:
-        """The monitor counts ``event`` without detecting on it (``Monitor.detect_since``)."""
-        if getattr(event, "counted_only", False):
-            return True
-        since = getattr(self.monitor, "detect_since", None)
-        ts = getattr(event, "ts", None)
-        if since is None or ts is None or ts >= since:
-            return False
-        state = self.monitor.sessions.get(event.session_id)
-        return state is None or state.status != "running"
 
     def _focus(self) -> FocusDetail | None:
         state = self.monitor.sessions.get(self.focus) if self.focus else None
