@@ -4,20 +4,14 @@ sessions whose calls are only counted. None of it may change what the board show
 
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import fields, replace
 
 import pytest
-from test_ui_scenes import FixedClock, scene_config, write_world
+from test_ui_scenes import run_first_scan, write_world
 
-from monitor.detect.engine import DetectionEngine
 from monitor.events import ToolCall, ToolResult
-from monitor.pipeline import Monitor
 from monitor.snapshot import BoardRow, _with_idle
 from monitor.snapshot_feed import _NO_CALLS, _NO_PENDING, SnapshotFeed
-from monitor.sources.sourceset import SourceSet
-from monitor.ui.ingest import IngestLoop
 
 
 @pytest.fixture(scope="module")
@@ -28,23 +22,7 @@ def world():
 
 
 def first_scan(world, scan_cost_factor: float) -> list:
-    published = []
-    loop = IngestLoop(lambda: Monitor(SourceSet(state_dir=str(world.state_dir),
-                                                log_path=str(world.log_path)),
-                                      DetectionEngine(scene_config())),
-                      FixedClock(world.clock.now), published.append, poll_seconds=0.05,
-                      min_interval=0.0, slice_events=40, scan_cost_factor=scan_cost_factor)
-    thread = threading.Thread(target=loop.run)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not (published and not published[-1].scanning):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-    finally:
-        loop.stop()
-        thread.join(5)
-    return published
+    return run_first_scan(world, timeout=20, scan_cost_factor=scan_cost_factor)[0]
 
 
 def test_coalescing_publishes_fewer_scan_snapshots_and_the_same_final_board(world):

@@ -8,13 +8,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_ui_scenes import SECRET, START, FixedClock, scene_config, write_world
+from test_ui_scenes import SECRET, START, FixedClock, run_first_scan, scene_config, write_world
 
 from monitor import redaction
 from monitor.demo.sim.scenarios import make_scenario
@@ -34,7 +32,6 @@ from monitor.ui.alerting import (
     CriticalBurst,
     burst_toast,
 )
-from monitor.ui.ingest import IngestLoop
 from monitor.ui.themes import REPO_THEMES, load_themes
 
 
@@ -235,22 +232,7 @@ def test_missing_inputs_show_with_their_hint(world):
 
 
 def test_first_scan_fills_the_board_progressively_then_goes_live(world):
-    published = []
-    loop = IngestLoop(lambda: Monitor(SourceSet(state_dir=str(world.state_dir),
-                                                log_path=str(world.log_path)),
-                                      DetectionEngine(scene_config())),
-                      FixedClock(world.clock.now), published.append, poll_seconds=0.05,
-                      min_interval=0.0, slice_events=40)
-    thread = threading.Thread(target=loop.run)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not (published and not published[-1].scanning):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-    finally:
-        loop.stop()
-        thread.join(5)
+    published, loop = run_first_scan(world, timeout=10)
     scanning = [s for s in published if s.scanning]
     assert len(scanning) >= 3
     assert [s.scan_done for s in scanning] == sorted(s.scan_done for s in scanning)

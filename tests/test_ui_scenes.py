@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +25,11 @@ from monitor.config.sections import BudgetsConfig
 from monitor.demo.sim.scenarios import Scenario, ScenarioEnv, ToolStep, make_scenario
 from monitor.demo.sim.session import FakeClock
 from monitor.demo.sim.simulator import Simulator
+from monitor.detect.engine import DetectionEngine
+from monitor.pipeline import Monitor
+from monitor.sources.sourceset import SourceSet
 from monitor.ui.factory import DashboardOptions, build_app
+from monitor.ui.ingest import IngestLoop
 
 SCENE_ROOT = Path("/tmp/clawwatch-ui-scenes")
 START = 1_795_960_000.0
@@ -104,6 +109,28 @@ def write_world(name: str, plan=MIXED_PLAN, *, root: Path = SCENE_ROOT) -> World
 
 def scene_config() -> Config:
     return dataclasses.replace(Config(), budgets=BudgetsConfig(session_tokens=3_000_000))
+
+
+def run_first_scan(world: World, *, timeout: float, **loop_options) -> tuple[list, IngestLoop]:
+    """The dashboard's ingest thread over ``world`` until a snapshot says its first scan is
+    done (within ``timeout`` seconds); every snapshot it published, and the stopped loop."""
+    published: list = []
+    loop = IngestLoop(lambda: Monitor(SourceSet(state_dir=str(world.state_dir),
+                                                log_path=str(world.log_path)),
+                                      DetectionEngine(scene_config())),
+                      FixedClock(world.clock.now), published.append, poll_seconds=0.05,
+                      min_interval=0.0, slice_events=40, **loop_options)
+    thread = threading.Thread(target=loop.run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while not (published and not published[-1].scanning):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        loop.stop()
+        thread.join(5)
+    return published, loop
 
 
 class RecordingController:
