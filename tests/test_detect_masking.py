@@ -9,13 +9,14 @@ of that may change a single character of the masked text.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from monitor.detect.normalise import BUILTIN_PATTERNS, Normaliser, _shape, outcome_key
+from monitor.detect.normalise import BUILTIN_PATTERNS, Normaliser, _shape, outcome_key, utf8
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
@@ -37,7 +38,7 @@ ORIGINAL_PATTERNS = {
     "tmp_name": r"\btmp[a-zA-Z0-9_]{6,}\b",
 }
 ORIGINAL = {name: re.compile(regex, re.ASCII) for name, regex in ORIGINAL_PATTERNS.items()}
-CURRENT = {name: (re.compile(regex, re.ASCII), gate) for name, regex, gate in BUILTIN_PATTERNS}
+CURRENT = {name: (re.compile(regex.encode()), gate) for name, regex, gate in BUILTIN_PATTERNS}
 assert list(ORIGINAL_PATTERNS) == list(CURRENT)  # same patterns, same order
 
 
@@ -85,17 +86,37 @@ def test_masking_equals_the_original_regexes_in_order(text):
 @FUZZ
 @given(text=texts)
 def test_each_rewritten_regex_and_its_gate(text):
-    """Per builtin: the rewritten regex masks like the original; its gate passes whenever
-    the original matches; an anchored probe matches wherever an original match starts."""
+    """Per builtin: the rewritten regex, over the text's UTF-8 bytes, masks like the
+    original over the text; its gate (and its first check) passes whenever the original
+    matches; an anchored probe matches wherever an original match starts."""
+    encoded = utf8(text)
     for name, original in ORIGINAL.items():
         current, gate = CURRENT[name]
-        assert current.sub("#", text) == original.sub("#", text), name
-        starts = [m.start() for m in original.finditer(text)]
-        subject = text if gate.table is None else _shape(text, gate.table)
+        assert current.sub(b"#", encoded) == utf8(original.sub("#", text)), name
+        starts = [len(utf8(text[:m.start()])) for m in original.finditer(text)]
+        subject = encoded if gate.table is None else _shape(encoded, gate.table)
         if starts:
             assert gate.passes(subject), name
+            if gate.first is not None:
+                table, literal = gate.first
+                assert literal in _shape(encoded, table), name
         if gate.anchored:
             assert all(gate.probe.match(subject, at) for at in starts), name
+        if gate.exact:
+            spans = [(len(utf8(text[:m.start()])), len(utf8(text[:m.end()])))
+                     for m in original.finditer(text)]
+            assert [m.span() for m in gate.probe.finditer(subject)] == spans, name
+
+
+@FUZZ
+@given(text=texts)
+def test_a_digest_hashes_the_masked_json_text(text):
+    """``digest`` encodes with msgspec, not ``json.dumps``: for JSON's own values the text,
+    so the key, is the same."""
+    body = {"text": text, "details": {"n": [1, None, True], "z": text[:5]}, "error": False}
+    dumped = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    expected = hashlib.sha256(utf8(original_mask(dumped))).hexdigest()[:32]
+    assert Normaliser().digest(body) == expected
 
 
 def test_volatile_values_are_still_masked():

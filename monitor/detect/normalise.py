@@ -9,11 +9,16 @@ dropped, and the rest is hashed. Patterns are configurable.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from itertools import accumulate
+from operator import itemgetter
 from typing import Any, NamedTuple
 
-from monitor.detect.jsstable import js_trim, sha256_hex
+import msgspec
+
+from monitor.detect.jsstable import js_trim
 from monitor.detect.outcomes import strip_loop_note
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
@@ -27,36 +32,39 @@ _NUM = f"[0-9](?<!{_WORD}[0-9])"
 _HEX = "[0-9a-fA-F]"
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
-# Shapes: one byte per character of the text (``latin-1``, ``?`` for anything beyond it),
-# mapped to character classes by ``bytes.translate``. Searching a shape for a short literal
-# runs at memory speed and tells whether (and where) a builtin regex can match at all.
-# (Digits are ``9``, whitespace a space, and the letters a duration's unit starts with ``u``:
-# ``µ`` is latin-1 0xb5.)
-_DIGIT_SHAPE = bytes.maketrans(b"0123456789\t\n\x0b\x0c\rnu\xb5msh",
-                               b"9999999999     uuuuuu")
+# Masking works on the UTF-8 bytes of the text (lone surrogates passed through), where the
+# builtin regexes, all ASCII, match exactly what they match in the ``re.ASCII`` text: every
+# byte of a character beyond ASCII is, like the character, neither a word character nor
+# whitespace. Shapes: the bytes mapped to character classes by ``bytes.translate``;
+# searching a shape for a short literal runs at memory speed and tells whether (and where)
+# a builtin regex can match at all. Digits are ``9``, whitespace a space, and the letters a
+# duration's unit starts with ``u`` (``µ`` is C2 B5 in UTF-8: both bytes are ``u``). Every
+# hex digit, either case, is ``h``.
+_DIGIT_SHAPE = bytes.maketrans(b"0123456789\t\n\x0b\x0c\rnu\xc2\xb5msh",
+                               b"9999999999     uuuuuuu")
 _HEX_SHAPE = bytes.maketrans(b"0123456789abcdefABCDEF", b"h" * 22)
-_LOWER_HEX_SHAPE = bytes(ord("h") if chr(i) in "0123456789abcdef" else ord(".")
-                         for i in range(256))
-# ``w`` for a word character of ``re.ASCII`` (``[0-9A-Za-z_]``), a space for anything else
-# (``?``, what ``_shape`` writes for a character beyond latin-1, is not a word character).
-_WORD_SHAPE = bytes(ord("w") if chr(i).isascii() and (chr(i).isalnum() or chr(i) == "_")
-                    else ord(" ") for i in range(256))
+# Only the digits, as ``9``: a regex that tells digits from other bytes but not one digit
+# from another matches its ``9``-for-``[0-9]`` rewrite over this shape at the same places.
+_NINE_SHAPE = bytes.maketrans(b"0123456789", b"9" * 10)
+# ``w`` for a word character of ``re.ASCII`` (``[0-9A-Za-z_]``), a space for any other byte.
+_WORD_SHAPE = bytes(ord("w") if i < 128 and (chr(i).isalnum() or chr(i) == "_") else ord(" ")
+                    for i in range(256))
 # The anchored loop tries the regex in Python at most ``len(text) // _LOOP_SHARE`` (+
 # ``_LOOP_FLOOR``) times, then hands the text to ``pattern.sub``, which gives the same result
 # from C: a text packed with candidates costs at most a few tens of nanoseconds per character.
 _LOOP_SHARE = 64
 _LOOP_FLOOR = 64
-_WORD_CHARS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_WORD_BYTES = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _LONG = 1 << 16
 
 
-def _shape(text: str, table: bytes) -> bytes:
-    return text.encode("latin-1", "replace").translate(table)
+def _shape(text: bytes, table: bytes) -> bytes:
+    return text.translate(table)
 
 
-def _shape_into(shapes: dict[bytes, bytes], text: str, table: bytes) -> bytes:
+def _shape_into(shapes: dict[bytes, bytes], text: bytes, table: bytes) -> bytes:
     """``_shape`` of ``text``, kept in ``shapes``."""
-    shaped = shapes[table] = text.encode("latin-1", "replace").translate(table)
+    shaped = shapes[table] = text.translate(table)
     return shaped
 
 
@@ -67,22 +75,28 @@ class Gate(NamedTuple):
     of the builtin regex starts, so the builtin is tried at the probe's matches alone. With
     ``word_start`` as well, every match starts at a word start (the text's start, or after a
     character that is not ``[0-9A-Za-z_]``), so a probe match inside a word is skipped with
-    the rest of that word: ``"0" * 30_000_000`` is one candidate, not thirty million."""
+    the rest of that word: ``"0" * 30_000_000`` is one candidate, not thirty million.
+    ``first``: a cheaper condition checked before the probe, ``(table, literal)``: the
+    literal occurs in the shape under that table. With ``exact`` the probe, one capturing
+    group, matches the shape exactly where the builtin regex matches the text (the shape
+    keeps every distinction the regex makes), so the masks are made from its matches in C."""
 
     table: bytes | None
-    probe: re.Pattern | tuple[str, ...]
+    probe: re.Pattern | tuple[bytes, ...]
     anchored: bool = False
     word_start: bool = False
-    needs: tuple[bytes, ...] = ()  # characters every probe match contains (long texts)
+    needs: tuple[bytes, ...] = ()  # bytes every probe match contains (long texts)
+    first: tuple[bytes, bytes] | None = None
+    exact: bool = False
 
-    def passes(self, subject: Any) -> bool:
+    def passes(self, subject: bytes) -> bool:
         probe = self.probe
         if len(subject) < _LONG:
             if isinstance(probe, tuple):
                 return any(literal in subject for literal in probe)
             return probe.search(subject) is not None
-        # A long text: a one-character ``in`` is a ``memchr``, so first make sure the
-        # characters the probe needs (and a literal's first and last) occur at all.
+        # A long text: a one-byte ``in`` is a ``memchr``, so first make sure the bytes the
+        # probe needs (and a literal's first and last) occur at all.
         if not all(char in subject for char in self.needs):
             return False
         if isinstance(probe, tuple):
@@ -91,37 +105,43 @@ class Gate(NamedTuple):
         return probe.search(subject) is not None
 
 
-_MONTH_GATE = Gate(None, re.compile("|".join(_MONTHS)))
+# Both month regexes need a month name, then whitespace and a digit.
+_MONTH_GATE = Gate(None, re.compile("|".join(_MONTHS).encode()), first=(_DIGIT_SHAPE, b" 9"))
 # (name, regex, gate)
 BUILTIN_PATTERNS: tuple[tuple[str, str, Gate], ...] = (
     ("iso_timestamp", r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}"
                       r"(?:[.,][0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?",
-     Gate(_DIGIT_SHAPE, re.compile(rb"9999-99-99[T ]99:99"), anchored=True,
-          needs=(b"-", b":"))),
+     Gate(_NINE_SHAPE, re.compile(rb"(9999-99-99[T ]99:99(?::99(?:[.,]9+)?)?(?:Z|[+-]99:?99)?)"),
+          needs=(b"-", b":"), exact=True)),
     ("date_words", rf"\b(?:{_DAY},?\s+)?{_MONTH}\s+[0-9]{{1,2}}(?:,?\s+[0-9]{{4}})?\b",
      _MONTH_GATE),
     ("day_month", rf"{_NUM}[0-9]?\s+{_MONTH}\s+[0-9]{{4}}\b", _MONTH_GATE),
     ("clock_time", rf"{_NUM}[0-9]?:[0-9]{{2}}:[0-9]{{2}}(?:[.,][0-9]++)?(?:\s?[AP]M)?\b",
-     Gate(_DIGIT_SHAPE, re.compile(rb"9:99:99"), needs=(b":",))),
+     Gate(_DIGIT_SHAPE, (b"9:99:99",), needs=(b":",))),
     ("uuid", rf"{_HEX}(?<!{_WORD}{_HEX}){_HEX}{{7}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-"
              rf"{_HEX}{{12}}\b",
      Gate(_HEX_SHAPE, re.compile(rb"hhhhhhhh-hhhh-hhhh-hhhh-hhhhhhhhhhhh"), anchored=True,
           word_start=True, needs=(b"-",))),
     ("hex_id", rf"[0-9a-f](?<!{_WORD}[0-9a-f])(?:(?<=[0-9])(?=[0-9]*+[a-f])"
                r"|(?<=[a-f])(?=[a-f]*+[0-9]))[0-9a-f]{11,}+\b",
-     Gate(_LOWER_HEX_SHAPE, re.compile(rb"hhhhhhhhhhhh"), anchored=True, word_start=True)),
+     Gate(_HEX_SHAPE, re.compile(rb"hhhhhhhhhhhh"), anchored=True, word_start=True)),
     ("epoch", rf"1(?<!{_WORD}1)[0-9]{{9}}(?:[0-9]{{3}}|[0-9]{{6}}|[0-9]{{9}})?(?:\.[0-9]++)?\b",
      Gate(_DIGIT_SHAPE, re.compile(rb"9999999999"), anchored=True, word_start=True)),
     ("duration", rf"{_NUM}[0-9]*+(?:\.[0-9]++)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds?|m|min|mins|"
                  r"minutes?|h|hrs?|hours?)\b",
-     Gate(_DIGIT_SHAPE, re.compile(rb"u(?:(?<=9u)|(?<=9 u))"))),  # searched for the rarer u
+     Gate(_DIGIT_SHAPE, re.compile(rb"9 ?u"))),
     ("pid", r"\b(?:pid|ppid|PID|process)\b[\s#:=]*+[0-9]+",
-     Gate(None, ("pid", "PID", "process"))),
+     Gate(None, (b"pid", b"PID", b"process"))),
     ("temp_path", r"/(?:private/)?(?:tmp|var/tmp|var/folders/[^\s/]+/[^\s/]+/T)"
                   r"(?:/[^\s/'\"]*?(?:tmp|temp|[0-9])[^\s/'\"]*)+",
-     Gate(None, ("/tmp", "/var/"))),
-    ("tmp_name", rf"tmp(?<!{_WORD}tmp)[a-zA-Z0-9_]{{6,}}\b", Gate(None, ("tmp",))),
+     Gate(None, (b"/tmp", b"/var/"))),
+    ("tmp_name", rf"tmp(?<!{_WORD}tmp)[a-zA-Z0-9_]{{6,}}\b", Gate(None, (b"tmp",))),
 )
+
+
+def utf8(text: str) -> bytes:
+    """The bytes masking works on (lone surrogates kept, as ``sha256_hex`` keeps them)."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 class Normaliser:
@@ -130,43 +150,64 @@ class Normaliser:
     Each builtin regex runs only when its gate says it can match, and an anchored one
     only at the places its probe found, so a large result costs a few translations and
     literal searches plus the regexes that actually change it. The result is exactly the
-    sequential ``re.sub`` of every pattern in ``BUILTIN_PATTERNS`` order, then of the extra
-    patterns (which have no gate).
+    sequential ``re.sub`` of every pattern in ``BUILTIN_PATTERNS`` order (as ``re.ASCII``
+    regexes over the text), then of the extra patterns (which have no gate).
     """
 
     def __init__(self, use_builtin: bool = True, extra_patterns: tuple[str, ...] = (),
                  volatile_keys: tuple[str, ...] = ()) -> None:
-        self.patterns: list[tuple[re.Pattern, Gate | None]] = []
+        self.patterns: list[tuple[re.Pattern, Gate]] = []
         if use_builtin:
-            self.patterns.extend((re.compile(p, re.ASCII), gate)
+            self.patterns.extend((re.compile(p.encode()), gate)
                                  for _, p, gate in BUILTIN_PATTERNS)
-        self.patterns.extend((re.compile(p), None) for p in extra_patterns)
+        self.extra_patterns = [re.compile(p) for p in extra_patterns]
         self.volatile_keys = frozenset(volatile_keys)
 
     def text(self, value: str) -> str:
         """``value`` with every volatile match replaced by ``#``."""
+        return self.masked(utf8(value)).decode("utf-8", "surrogatepass")
+
+    def masked(self, value: bytes) -> bytes:
+        """``text`` for the UTF-8 bytes of a text."""
         shapes: dict[bytes, bytes] = {}  # of the current ``value``
         verdicts: dict[Gate, bool] = {}  # of the current ``value``
         for pattern, gate in self.patterns:
-            if gate is None:
-                masked = pattern.sub("#", value)
-            else:
-                subject: str | bytes = value
-                if gate.table is not None:
-                    subject = shapes.get(gate.table) or _shape_into(shapes, value, gate.table)
-                if gate.anchored:
-                    masked = _sub_where_probed(pattern, value, gate, subject, shapes)
-                else:
-                    passes = verdicts.get(gate)
-                    if passes is None:
-                        passes = verdicts[gate] = gate.passes(subject)
-                    if not passes:
-                        continue
-                    masked = pattern.sub("#", value)
+            if gate.first is not None:
+                table, literal = gate.first
+                shaped = shapes.get(table) or _shape_into(shapes, value, table)
+                if literal not in shaped:
+                    continue
+            subject = value
+            if gate.table is not None:
+                subject = shapes.get(gate.table) or _shape_into(shapes, value, gate.table)
+            if gate.exact:
+                if all(char in value for char in gate.needs):
+                    pieces = gate.probe.split(subject)
+                    if len(pieces) > 1:
+                        value = _mask_pieces(value, pieces, shapes)
+                        verdicts.clear()
+                continue
+            if gate.anchored:
+                masked = _sub_where_probed(pattern, value, gate, subject, shapes)
+                if masked is not value:
+                    value = masked
+                    verdicts.clear()
+                continue
+            passes = verdicts.get(gate)
+            if passes is None:
+                passes = verdicts[gate] = gate.passes(subject)
+            if not passes:
+                continue
+            masked = pattern.sub(b"#", value)
             if masked != value:
                 value = masked
                 shapes.clear()
                 verdicts.clear()
+        if self.extra_patterns:
+            text = value.decode("utf-8", "surrogatepass")
+            for pattern in self.extra_patterns:
+                text = pattern.sub("#", text)
+            value = utf8(text)
         return value
 
     def strip_keys(self, value: Any) -> Any:
@@ -179,16 +220,24 @@ class Normaliser:
 
     def digest(self, value: Any) -> str:
         """Hash of the masked, key-sorted JSON text of ``value``."""
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-                          default=str)
-        return sha256_hex(self.text(text))[:32]
+        try:
+            encoded = _encode_sorted(value)
+        except (TypeError, ValueError, UnicodeEncodeError, OverflowError):
+            encoded = utf8(json.dumps(value, ensure_ascii=False, sort_keys=True,
+                                      separators=(",", ":"), default=str))
+        return hashlib.sha256(self.masked(encoded)).hexdigest()[:32]
 
 
-def _sub_where_probed(pattern: re.Pattern, text: str, gate: Gate,
-                      subject: str | bytes, shapes: dict[bytes, bytes]) -> str:
-    """``pattern.sub("#", text)`` for a pattern whose every match starts where the gate's
+_encode_sorted = msgspec.json.Encoder(order="sorted").encode
+
+
+def _sub_where_probed(pattern: re.Pattern, text: bytes, gate: Gate,
+                      subject: bytes, shapes: dict[bytes, bytes]) -> bytes:
+    """``pattern.sub(b"#", text)`` for a pattern whose every match starts where the gate's
     probe matches ``subject`` (``text`` or its shape): trying the regex at those places, in
-    order, finds the same leftmost matches without scanning the text in between.
+    order, finds the same leftmost matches without scanning the text in between. ``text``
+    itself when nothing matched; else the shapes in ``shapes`` are made those of the result
+    (spliced, not translated again).
 
     For a ``word_start`` gate a probe match inside a word (by the text's ``_WORD_SHAPE``,
     made on first need and kept in ``shapes``) is no candidate, and the search goes on
@@ -200,12 +249,11 @@ def _sub_where_probed(pattern: re.Pattern, text: str, gate: Gate,
         return text
     word_start = gate.word_start
     tries = 0
-    parts: list[str] = []
-    done = 0
+    spans: list[tuple[int, int]] = []
     found = probe.search(subject)
     while found is not None:
         at = found.start()
-        if word_start and at and text[at - 1] in _WORD_CHARS:  # inside a word: skip it
+        if word_start and at and text[at - 1] in _WORD_BYTES:  # inside a word: skip it
             words = shapes.get(_WORD_SHAPE) or _shape_into(shapes, text, _WORD_SHAPE)
             after = words.find(b" ", at)
             if after < 0:
@@ -214,18 +262,44 @@ def _sub_where_probed(pattern: re.Pattern, text: str, gate: Gate,
             continue
         tries += 1
         if tries > _LOOP_FLOOR and tries > _LOOP_FLOOR + len(text) // _LOOP_SHARE:
-            return pattern.sub("#", text)
+            masked = pattern.sub(b"#", text)
+            shapes.clear()
+            return masked
         match = pattern.match(text, at)
         if match is None:
             found = probe.search(subject, at + 1)
             continue
-        parts += (text[done:at], "#")
-        done = match.end()
-        found = probe.search(subject, done)
-    if not parts:
+        spans.append((at, match.end()))
+        found = probe.search(subject, match.end())
+    if not spans:
         return text
-    parts.append(text[done:])
-    return "".join(parts)
+    for table, shaped in shapes.items():
+        shapes[table] = _splice(shaped, spans, b"#".translate(table))
+    return _splice(text, spans, b"#")
+
+
+def _mask_pieces(text: bytes, pieces: list[bytes], shapes: dict[bytes, bytes]) -> bytes:
+    """``text`` with a ``#`` for every match, given ``pieces``: a shape of ``text`` split
+    by a regex with one capturing group (unmatched, matched, …, unmatched). The shapes in
+    ``shapes`` become those of the result. Slicing and joining stay in C: a text can hold
+    millions of timestamps."""
+    ends = list(accumulate(map(len, pieces)))
+    kept = list(map(slice, [0, *ends[1::2]], ends[::2]))
+    for table, shaped in shapes.items():
+        shapes[table] = b"#".translate(table).join(itemgetter(*kept)(shaped))
+    return b"#".join(itemgetter(*kept)(text))
+
+
+def _splice(text: bytes, spans: list[tuple[int, int]], mark: bytes) -> bytes:
+    """``text`` with each of ``spans`` (in order, not overlapping) replaced by ``mark``."""
+    view = memoryview(text)
+    parts: list[bytes | memoryview] = []
+    done = 0
+    for start, end in spans:
+        parts += (view[done:start], mark)
+        done = end
+    parts.append(view[done:])
+    return b"".join(parts)
 
 
 def is_failure(tool: str, is_error: bool, details: Any, text: str) -> bool:

@@ -156,10 +156,6 @@ class RowsView(ScrollView, can_focus=True):
                     ((index == old_cursor) != (index == self.cursor)):
                 self._refresh_row(index)
 
-    def move_to(self, key: str) -> None:
-        if key in self.index and self.index[key] != self.cursor:
-            self._set_cursor(self.index[key])
-
     def _refresh_row(self, index: int) -> None:
         y = index - round(self.scroll_y) + 1
         if 1 <= y < self.scrollable_content_region.height:
