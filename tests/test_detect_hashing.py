@@ -11,10 +11,20 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_detect_support import FIXTURES
 
-from monitor.detect.jsstable import UNDEFINED, js_number, js_trim, stable_stringify
+from monitor.detect.jsstable import (
+    UNDEFINED,
+    js_number,
+    js_trim,
+    sha256_hex,
+    stable_digest,
+    stable_stringify,
+)
 from monitor.detect.outcomes import (
+    _canonical_markers,
     hash_tool_call,
     is_known_poll,
     is_not_admitted,
@@ -147,3 +157,25 @@ def test_known_poll_calls():
     assert is_known_poll("command_status", None)
     assert not is_known_poll("process", {"action": "kill"})
     assert not is_known_poll("exec", {"action": "poll"})
+
+
+MARKER = "<<<EXTERNAL_UNTRUSTED_CONTENT"
+_strings = st.one_of(st.text(max_size=30), st.sampled_from([
+    f'{MARKER} id="0123456789abcdef">>>\nbody\n<<<END_EXTERNAL_UNTRUSTED_CONTENT '
+    f'id="0123456789abcdef">>>', MARKER, "\ud800 lone", "é\u2028\x00\x1f\"\\", "B", "a", "_"]))
+_json = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2**60, 2**60), st.floats(), _strings),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(_strings, inner, max_size=4)), max_leaves=12)
+
+
+@settings(max_examples=800, deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(value=_json)
+def test_the_msgspec_digest_equals_the_hash_of_stable_stringify(value):
+    """``stable_digest`` (msgspec for common values) hashes exactly ``stable_stringify``'s
+    text: with and without the untrusted-marker normalising, surrogates, floats and big
+    integers falling back to it."""
+    assert stable_digest(value) == sha256_hex(stable_stringify(value))
+    assert stable_digest(value, _canonical_markers, MARKER) == sha256_hex(
+        stable_stringify(value, _canonical_markers, MARKER))

@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 
 class _Undefined:
     """JavaScript's ``undefined`` (a tool call stored without ``arguments``)."""
@@ -211,3 +213,42 @@ def _write_object(value: dict, out: list[str], norm: Callable[[str], str] | None
 
 def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_encode_sorted = msgspec.json.Encoder(order="sorted").encode
+
+
+def stable_digest(value: Any, normalize_string: Callable[[str], str] | None = None,
+                  fast_unless: str | None = None) -> str:
+    """``sha256_hex(stable_stringify(value, normalize_string, fast_unless))``.
+
+    Common values (``_plain_json``, no lone surrogate) are encoded by msgspec, whose text is
+    the C JSON encoder's and so JavaScript's, straight to the UTF-8 that is hashed; with a
+    ``normalize_string`` their strings are normalised first (no key may need it)."""
+    if (normalize_string is None or fast_unless) and _plain_json(value):
+        try:
+            encoded = _encode_sorted(value)
+            if normalize_string is not None and fast_unless.encode() in encoded:
+                encoded = _encode_sorted(_normalized_strings(value, normalize_string,
+                                                             fast_unless))
+            return hashlib.sha256(encoded).hexdigest()
+        except (UnicodeEncodeError, _MarkerInKey):  # JavaScript's escapes, or key order
+            pass
+    return sha256_hex(stable_stringify(value, normalize_string, fast_unless))
+
+
+class _MarkerInKey(Exception):
+    """A key needs normalising: ``stable_stringify`` sorts by the normalised key."""
+
+
+def _normalized_strings(value: Any, norm: Callable[[str], str], marker: str) -> Any:
+    """``value`` with ``norm`` applied to each string in it."""
+    if isinstance(value, str):
+        return norm(value)
+    if isinstance(value, list):
+        return [_normalized_strings(item, norm, marker) for item in value]
+    if isinstance(value, dict):
+        if any(marker in key for key in value):
+            raise _MarkerInKey
+        return {key: _normalized_strings(item, norm, marker) for key, item in value.items()}
+    return value

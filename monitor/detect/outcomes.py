@@ -15,8 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from monitor.detect.jsstable import UNDEFINED, js_float, js_number, js_trim, sha256_hex
-from monitor.detect.jsstable import stable_stringify as _stringify
+from monitor.detect.jsstable import UNDEFINED, js_float, js_number, js_trim, stable_digest
 
 VETO_KIND = "tool-loop-veto"
 TERMINAL_EXEC_FAILURE = "terminal-exec-failure"
@@ -99,7 +98,7 @@ def tool_params(arguments: Any, has_arguments: bool = True) -> Any:
 
 
 def hash_tool_call(tool: str, params: Any) -> str:
-    return f"{tool}:{sha256_hex(_stringify(params))}"
+    return f"{tool}:{stable_digest(params)}"
 
 
 def _canonical_markers(text: str) -> str:
@@ -132,7 +131,7 @@ def _quotes_escaped_like_marker(middle: str, width: int) -> bool:
 
 def digest_outcome(value: Any) -> str:
     """``digestToolOutcome``: untrusted-content marker ids are canonicalised first."""
-    return sha256_hex(_stringify(value, _canonical_markers, "<<<EXTERNAL_UNTRUSTED_CONTENT"))
+    return stable_digest(value, _canonical_markers, "<<<EXTERNAL_UNTRUSTED_CONTENT")
 
 
 def strip_loop_note(text: str) -> str:
