@@ -416,6 +416,25 @@ def test_log_rename_rotation_while_stopped_is_drained_from_the_old_file(tmp_path
     assert log_messages(sources) == []
 
 
+def test_a_file_rotated_while_stopped_is_held_from_the_start_not_from_its_first_poll(
+        tmp_path: Path) -> None:
+    """A source may poll its log only after the transcripts caught up; the rotated file
+    deleted in between must not take its unread lines with it."""
+    log, store = tmp_path / "gw.log", CheckpointStore(str(tmp_path / "cp.json"))
+    append(log, "a1")
+    sources = SourceSet(log_path=str(log))
+    assert log_messages(sources) == ["a1"]
+    stop(sources, store)
+    append(log, "a2")
+    log.rename(tmp_path / "gw.1.log")
+    append(log, "b1")
+    sources = SourceSet(log_path=str(log), resume=store.load())
+    (tmp_path / "gw.1.log").unlink()
+    events = sources.poll()
+    assert [e.message for e in events if isinstance(e, GatewayNotice)] == ["a2", "b1"]
+    assert not [e for e in events if isinstance(e, SourceError)]
+
+
 def test_log_copytruncate_while_stopped_keeps_the_lines_in_the_copy(tmp_path: Path) -> None:
     log, store = tmp_path / "gw.log", CheckpointStore(str(tmp_path / "cp.json"))
     append(log, "a1", "a2")

@@ -117,6 +117,7 @@ class FileFollower(FileIdentity):
         self.bytes_read = 0
         #: True when the last ``poll`` stopped at its ``max_bytes`` with more readable.
         self.behind = False
+        self._hold_rotated_resume()
 
     # ------------------------------------------------------------------ public
 

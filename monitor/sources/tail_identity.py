@@ -122,6 +122,30 @@ class FileIdentity:
                 return
             os.close(handle.fd)
             self._current = None
+        self._open_rotated(saved, while_closed, after_suspend=after_suspend)
+
+    def _hold_rotated_resume(self) -> None:
+        """Open a checkpointed file that was rotated away while the monitor was stopped now,
+        instead of at this follower's first poll: a source may poll it only after others
+        have caught up, and the rotated file deleted meanwhile would take its unread tail
+        with it. A file still at the path is left for the poll (it keeps no descriptor)."""
+        saved = self._resume
+        if saved is None or self._suspended_as is not None:
+            return
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            st = None
+        if st is not None and (st.st_dev, st.st_ino) == (saved.dev, saved.ino):
+            return
+        self._resume = None
+        self._start_at_end = False
+        self._open_rotated(saved, "while the monitor was stopped", after_suspend=False)
+
+    def _open_rotated(self, saved: FollowerState, while_closed: str, *,
+                      after_suspend: bool) -> None:
+        """Find the saved file among its siblings by inode and drain it from the saved
+        offset; report it when it is gone."""
         rotated = self._find_sibling_by_inode(saved.dev, saved.ino)
         if rotated is None:
             if after_suspend:
