@@ -240,9 +240,7 @@ def redact_text(text: str) -> str:
     for secret in _known:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    folded = text.casefold()
-    if not folded.isascii():  # the two letters ``(?i)i`` matches that casefold elsewhere
-        folded = folded.replace("\u0131", "i").replace("\u0307", "")
+    folded = _folded(text)
     rules = _compiled or _rules()
     found = [marker for marker in rules["_SCAN"] if marker in folded]
     if not found:
@@ -258,6 +256,23 @@ def redact_text(text: str) -> str:
     return text
 
 
+def _folded(text: str) -> str:
+    """``text`` casefolded, as the rules' markers are written."""
+    folded = text.casefold()
+    if not folded.isascii():  # the two letters ``(?i)i`` matches that casefold elsewhere
+        folded = folded.replace("\u0131", "i").replace("\u0307", "")
+    return folded
+
+
+def _may_hold_secret(text: str) -> bool:
+    """Whether ``redact_text`` could change ``text``: it holds a registered secret or a
+    rule's marker. Never False for a text it would change, so a False skips it."""
+    if any(secret in text for secret in _known):
+        return True
+    folded = _folded(text)
+    return any(marker in folded for marker in (_compiled or _rules())["_SCAN"])
+
+
 def shown_start(text: str, limit: int) -> str:
     """The start of ``text`` with its whitespace collapsed, ``limit + REDACT_SLACK``
     characters of it when it has that many: all of it a pane clipped to ``limit`` can show,
@@ -271,9 +286,10 @@ def shown_start(text: str, limit: int) -> str:
         size *= 4
 
 
-def _redact_list(items: list, limit: int | None) -> list:
-    """Items of a list redacted; in an argv list the item after a secret flag (``--token``,
-    ``-u``) is masked whole."""
+def _redact_list(items, redact_item) -> list:
+    """Items of a list, each through ``redact_item``; in an argv list the item after a secret
+    flag (``--token``, ``-u``) is masked whole."""
+    flag = _rules()["_SECRET_FLAG"]
     out = []
     secret_next = False
     for item in items:
@@ -281,9 +297,8 @@ def _redact_list(items: list, limit: int | None) -> list:
             out.append(REDACTED)
             secret_next = False
             continue
-        secret_next = isinstance(item, str) and len(item) < 64 \
-            and bool(_rules()["_SECRET_FLAG"].match(item))
-        out.append(redact(item, limit))
+        secret_next = isinstance(item, str) and len(item) < 64 and bool(flag.match(item))
+        out.append(redact_item(item))
     return out
 
 
@@ -296,7 +311,7 @@ def redact(value: Any, limit: int | None = None) -> Any:
                 else redact(v, limit)
                 for k, v in value.items()}
     if isinstance(value, list):
-        return _redact_list(value, limit)
+        return _redact_list(value, lambda item: redact(item, limit))
     if isinstance(value, str):
         return redact_text(value if limit is None else shown_start(value, limit))
     return value
@@ -308,7 +323,58 @@ def redact_record(record: Any) -> Any:
     and the string value of a secret-named key (``auth``, ``db_pass``, ``apiKey``) masked
     whole, save clawwatch's own fields (``session_key``, ``tokens_from``). Keys and
     non-text values are kept (an output's shape never changes); an argv list has the item
-    after a secret flag masked. Returns ``record`` itself when nothing changed."""
+    after a secret flag masked. Returns ``record`` itself when nothing changed.
+
+    Most records hold nothing secret: their texts are gathered and looked at once, joined,
+    and only a record that may hold a secret is walked again to mask it."""
+    texts: list[str] = []
+    if _gather_texts(record, texts) or _may_hold_secret("\x00".join(texts)):
+        return _redacted_record(record)
+    return record
+
+
+def _gather_texts(value: Any, texts: list[str]) -> bool:
+    """Append every string value in ``value`` (at any depth) to ``texts``; True when a
+    string is masked whole whatever it says (under a secret-named key, or after a secret
+    flag in a list), so the record must be walked."""
+    if isinstance(value, str):
+        texts.append(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str):
+                if isinstance(key, str) and _is_secret_key(key) and item != REDACTED \
+                        and key not in _RECORD_FIELDS and (key, item) not in _PLAIN_FIELDS:
+                    return True
+                texts.append(item)
+            elif _gather_texts(item, texts):
+                return True
+    elif isinstance(value, (list, tuple)):
+        flag = _rules()["_SECRET_FLAG"]
+        for item in value:
+            if isinstance(item, str):
+                if len(item) < 64 and flag.match(item):
+                    return True
+                texts.append(item)
+            elif _gather_texts(item, texts):
+                return True
+    return False
+
+
+def _is_secret_key(key: str) -> bool:
+    """``_SECRET_KEY.search(key)``, remembered for the few thousand names seen last."""
+    known = _secret_key_memo.get(key)
+    if known is None:
+        if len(_secret_key_memo) >= 4096:
+            _secret_key_memo.clear()
+        known = _secret_key_memo[key] = _SECRET_KEY.search(key) is not None
+    return known
+
+
+_secret_key_memo: dict[str, bool] = {}
+
+
+def _redacted_record(record: Any) -> Any:
+    """``redact_record``'s walk: a copy with what may be secret masked."""
     if isinstance(record, str):
         return redact_text(record)
     if isinstance(record, dict):
@@ -320,12 +386,12 @@ def redact_record(record: Any) -> Any:
                     and (key, value) not in _PLAIN_FIELDS):
                 new = REDACTED
             else:
-                new = redact_record(value)
+                new = _redacted_record(value)
             changed = changed or new is not value
             out[key] = new
         return out if changed else record
     if isinstance(record, (list, tuple)):
-        new_items = _redact_list(list(record), None)
+        new_items = _redact_list(record, _redacted_record)
         if all(a is b for a, b in zip(new_items, record, strict=True)):
             return record
         return new_items

@@ -107,6 +107,8 @@ def test_each_secret_kind_is_masked(name):
         redaction.register_known_secret(GATEWAY_TOKEN)
     masked = redact_text(text)
     assert secret not in masked and REDACTED in masked, masked
+    record = {"type": "notice", "message": text}
+    assert redaction.redact_record(record)["message"] == masked
 
 
 def test_a_json_object_under_a_secret_name_keeps_its_structure():
@@ -216,6 +218,38 @@ def test_redact_record_keeps_the_shape_and_the_same_object_when_clean():
     dirty = {**record, "message": CORPUS["bearer"][0]}
     assert redact_record(dirty)["tokens"] == {"input": 5}
     assert leaks(json.dumps(redact_record(dirty))) == []
+
+
+def test_dicts_in_a_records_list_are_redacted_as_the_record_itself():
+    from monitor.redaction import redact_record
+
+    record = {"sessions": [{"session_key": "agent:main:x", "input_tokens": 5,
+                            "auth": "jaG7y2Ks5Bp0Xe", "argv": ["--token", "tok9c8b7a6f5e4d"]}]}
+    out = redact_record(record)["sessions"][0]
+    assert (out["session_key"], out["input_tokens"]) == ("agent:main:x", 5)
+    assert out["auth"] == REDACTED and out["argv"] == ["--token", REDACTED]
+
+
+RECORD_KEYS = st.sampled_from(["message", "auth", "db_pass", "session_key", "tokens",
+                               "tokens_from", "argv", "bypass", "x"])
+RECORD_TEXTS = st.one_of(st.lists(SHAPE_PIECES, max_size=12).map("".join),
+                         st.sampled_from(["--token", "-u", "index", REDACTED, "wsPa55wordXyz",
+                                          *(text for text, _ in CORPUS.values())]))
+RECORDS = st.recursive(
+    st.one_of(RECORD_TEXTS, st.integers(), st.none()),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(RECORD_KEYS, inner, max_size=4)),
+    max_leaves=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(RECORDS, st.booleans())
+def test_a_record_looked_at_once_is_redacted_as_by_the_full_walk(record, known):
+    # The fast path looks at a record's texts joined; it must never skip what the walk
+    # (every text, every key, every argv pair) would change.
+    if known:
+        redaction.register_known_secret(GATEWAY_PASSWORD)
+    assert redaction.redact_record(record) == redaction._redacted_record(record)
 
 
 def test_a_webhook_urls_secret_is_registered():
