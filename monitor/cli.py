@@ -247,12 +247,9 @@ def _source_set(**options):
 
 
 def _emit(records: list[dict], as_json: bool, out=sys.stdout) -> None:
-    for record in records:
-        record = redact_record(record)  # every output: secrets masked (issue 10)
-        if as_json:
-            out.write(json_dumps(record, default=str) + "\n")
-        else:
-            out.write(_human_line(record) + "\n")
+    """The records as lines; every output has its secrets masked."""
+    line = functools.partial(json_dumps, default=str) if as_json else _human_line
+    out.writelines(line(redact_record(record)) + "\n" for record in records)
     out.flush()
 
 
