@@ -85,11 +85,14 @@ def run_live(monitor: Monitor, emit: Callable[[list[dict]], None], *,
                 waker.wait(None if remaining is None else min(remaining, poll_seconds),
                            stop=stop)
         if stop.is_set():
-            # Read what arrived since the last poll, so the checkpoint saved below does not
-            # name a file that a rotation is about to take away unread. A step reads for
-            # STEP_SECONDS at most, so this goes on while there is more, within the time a
-            # stop may take.
+            # Read what arrived since the last poll, files rotated away first, so the
+            # checkpoint saved below does not name a file that a rotation took away unread.
+            # A step reads for STEP_SECONDS at most, so this goes on while there is more,
+            # within the time a stop may take.
             until = time.monotonic() + FINAL_READ_SECONDS
+            note_stopping = getattr(sources, "note_stopping", None)
+            if note_stopping is not None:
+                note_stopping()
             emit(step())
             while sources.behind and time.monotonic() < until:
                 emit(step())

@@ -469,16 +469,63 @@ def test_log_deleted_while_stopped_is_reported_with_the_lost_offset(tmp_path: Pa
     assert sources.summaries()[0]["errors"] == 1
 
 
+def transcript_call(call_id: str) -> str:
+    return json.dumps({"type": "message", "message": {
+        "role": "assistant", "content": [{"type": "toolCall", "id": call_id, "name": "x",
+                                          "arguments": {}}]}}) + "\n"
+
+
+def test_a_stopping_monitor_reads_a_rotated_log_while_the_transcripts_are_behind(
+        tmp_path: Path) -> None:
+    """The log waits for the transcripts; a stopping monitor reads the rotated log all the
+    same, or its checkpoint would name a file the next rotation may delete unread."""
+    sessions = tmp_path / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    transcript, log = sessions / "s1.jsonl", tmp_path / "gw.log"
+    transcript.write_text(transcript_call("c0"))
+    append(log, "a1")
+    sources = SourceSet(state_dir=str(tmp_path), log_path=str(log))
+    assert log_messages(sources) == ["a1"]
+    with open(transcript, "a") as handle:
+        handle.writelines(transcript_call(f"c{n}") for n in range(1, 200))
+    for source in sources.sources:
+        if source.kind == "jsonl":
+            source.poll_budget_bytes = 1000
+    append(log, "a2")
+    log.rename(tmp_path / "gw.1.log")
+    append(log, "b1")
+    assert log_messages(sources) == [] and sources.behind
+    sources.note_stopping()
+    assert log_messages(sources) == ["a2", "b1"]
+
+
+def test_a_stopping_monitor_reads_a_reset_transcript_before_the_others(tmp_path: Path) -> None:
+    sessions = tmp_path / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    busy, reset = sessions / "s1.jsonl", sessions / "s2.jsonl"
+    reset.write_text(transcript_call("d0"))
+    os.utime(reset, (1, 1))
+    busy.write_text(transcript_call("c0"))
+    sources = SourceSet(state_dir=str(tmp_path))
+    assert sorted(e.call_id for e in sources.poll() if isinstance(e, ToolCall)) == ["c0", "d0"]
+    with open(busy, "a") as handle:
+        handle.writelines(transcript_call(f"c{n}") for n in range(1, 200))
+    with open(reset, "a") as handle:
+        handle.write(transcript_call("d1"))
+    reset.rename(sessions / "s2.jsonl.reset.2026-01-01T00-00-00.000Z")
+    for source in sources.sources:
+        source.poll_budget_bytes = 1000
+    sources.note_stopping()
+    first = [e.call_id for e in sources.poll() if isinstance(e, ToolCall)]
+    assert first[0] == "d1" and sources.behind
+
+
 def test_transcript_reset_while_stopped_is_drained_from_the_archive(tmp_path: Path) -> None:
     sessions = tmp_path / "agents" / "main" / "sessions"
     sessions.mkdir(parents=True)
     transcript = sessions / "s1.jsonl"
     store = CheckpointStore(str(tmp_path / "cp.json"))
-
-    def call(call_id: str) -> str:
-        return json.dumps({"type": "message", "message": {
-            "role": "assistant", "content": [{"type": "toolCall", "id": call_id, "name": "x",
-                                              "arguments": {}}]}}) + "\n"
+    call = transcript_call
 
     def call_ids(sources: SourceSet) -> list[str]:
         return [e.call_id for e in sources.poll() if isinstance(e, ToolCall)]

@@ -93,6 +93,11 @@ class Source:
         """Paths the waker saw change (None: it could not tell which); a source that polls
         idle files only now and then looks at these at once."""
 
+    def detached_first(self) -> bool:
+        """Whether this source holds files a later run could not find (``FileFollower.
+        detached``), now moved to where its next poll starts."""
+        return False
+
     def checkpoint(self) -> dict:
         return {}
 

@@ -179,6 +179,9 @@ class GatewayLogSource(LogLineSource):
         for line in lines:
             self._emit_line(line.data, line.path, line.offset, out)
 
+    def detached_first(self) -> bool:
+        return self.follower.detached()
+
     def checkpoint(self) -> dict:
         state = self.follower.state()
         return {"follower": state.as_json() if state else None}

@@ -33,7 +33,12 @@ import time
 from monitor import untrusted_json
 from monitor.sources.base import Source, file_units
 from monitor.sources.regular import open_regular_file
-from monitor.sources.tail import POLL_BUDGET_BYTES, READ_STEP_BYTES, FileFollower
+from monitor.sources.tail import (
+    POLL_BUDGET_BYTES,
+    READ_STEP_BYTES,
+    FileFollower,
+    put_detached_first,
+)
 from monitor.sources.tail_state import FollowerState, Line, TailNotice
 
 RESCAN_SECONDS = 1.0
@@ -272,6 +277,9 @@ class JsonlTreeSource(Source):
         self._cursor = self._order.index(stopped_at) if stopped_at is not None else 0
         self.backlog_bytes = sum(self._followers[p].backlog_bytes for p in self._open)
         return out
+
+    def detached_first(self) -> bool:
+        return put_detached_first(self)
 
     def _limit_descriptors(self, path: str, follower: FileFollower) -> None:
         if follower.open_descriptors == 0:

@@ -43,7 +43,12 @@ from itertools import islice
 from monitor.sources.base import Source
 from monitor.sources.legacy_index import SessionIndexReader
 from monitor.sources.legacy_listing import TranscriptListing
-from monitor.sources.tail import POLL_BUDGET_BYTES, READ_STEP_BYTES, FileFollower
+from monitor.sources.tail import (
+    POLL_BUDGET_BYTES,
+    READ_STEP_BYTES,
+    FileFollower,
+    put_detached_first,
+)
 from monitor.sources.tail_state import FollowerState, TailNotice
 from monitor.sources.transcript import UnknownEntry, parse_entry
 from monitor.sources.transcript_names import is_archive
@@ -218,6 +223,9 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
         self.backlog_bytes = sum(self._unstarted.values()) + sum(
             self._followers[p].backlog_bytes for p in self._open)
         return out
+
+    def detached_first(self) -> bool:
+        return put_detached_first(self)
 
     def _limit_descriptors(self, path: str, follower: FileFollower, suspended: set[str]
                            ) -> None:

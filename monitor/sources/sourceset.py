@@ -70,6 +70,7 @@ class SourceSet:
         self._known: set[str] = set()
         self._last_scan = float("-inf")
         self._log_held = False
+        self._stopping = False
         self._polled: set[int] = set()
         if log_path:
             saved = self._resume.pop(f"gateway-log:{os.path.abspath(log_path)}", None)
@@ -179,7 +180,8 @@ class SourceSet:
 
         Transcripts come before the log, so that log lines can be attributed to the
         sessions and runs they mention; while any transcript source is behind, the log
-        waits, so it is never read ahead of the runs it names.
+        waits, so it is never read ahead of the runs it names. Once ``note_stopping`` was
+        called, files that a later run could not find are read first, the log's too.
         """
         if time.monotonic() - self._last_scan >= RESCAN_SECONDS:
             self.rescan()
@@ -188,14 +190,23 @@ class SourceSet:
             source.deadline = deadline
         out: list = []
         transcripts = [s for s in self.sources if s.kind != "gateway-log"]
+        if self._stopping:
+            for source in transcripts:
+                source.detached_first()
         for source in transcripts:
             out.extend(self._poll_source(source))
         self._log_held = any(s.behind for s in transcripts)
-        if not self._log_held:
-            for source in self.sources:
-                if source.kind == "gateway-log":
-                    out.extend(self._poll_source(source))
+        for source in self.sources:
+            if source.kind == "gateway-log" and (
+                    not self._log_held or (self._stopping and source.detached_first())):
+                out.extend(self._poll_source(source))
         return out
+
+    def note_stopping(self) -> None:
+        """The monitor is about to checkpoint and exit: what it holds of files rotated or
+        deleted meanwhile is read first (a restart could not find them), even ahead of the
+        runs a log line names."""
+        self._stopping = True
 
     def _poll_source(self, source: Source) -> list:
         """One step of ``source``; its first step reads at most ``FIRST_POLL_BUDGET_BYTES``."""

@@ -187,6 +187,21 @@ class FileFollower(FileIdentity):
             return True
         return path_view(self.path) != self._last_view
 
+    def detached(self) -> bool:
+        """Whether this follower holds a file that a later run could not find: a rotated file
+        still draining, or the open file no longer at the path (renamed or deleted, which
+        the next poll would notice). A stopping monitor reads these before it checkpoints."""
+        current = self._current
+        if self._draining:
+            return True
+        if current is None:
+            return False
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return True
+        return (st.st_dev, st.st_ino) != (current.dev, current.ino)
+
     @property
     def open_descriptors(self) -> int:
         return len(self._draining) + (1 if self._current is not None else 0)
@@ -418,3 +433,15 @@ class FileFollower(FileIdentity):
             self._last_error = message
         self.notices.append(TailNotice(self.path, message, error, where))
 
+
+def put_detached_first(source) -> bool:
+    """Move the paths of ``source`` (a transcript source with ``_order``, ``_cursor``,
+    ``_followers`` and ``_open``, the paths holding descriptors) whose follower is
+    ``detached`` to where its next poll starts; True when there were any."""
+    detached = [path for path in source._open if source._followers[path].detached()]
+    if not detached:
+        return False
+    moved = set(detached)
+    source._order = detached + [path for path in source._order if path not in moved]
+    source._cursor = 0
+    return True
