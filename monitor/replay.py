@@ -19,6 +19,7 @@ across sessions, in reading order), and a dir too small to be worth a process.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections.abc import Iterator
@@ -214,8 +215,14 @@ def _read_shards(what: ReplayInput, config, engine_factory, shards: list
         yield from (read_shard(*task) for task in tasks)
         return
     jobs = max(1, len(tasks) // SHARDS_PER_JOB)
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-        yield from pool.map(_read_shard_task, tasks)
+    # The workers are forked: frozen, the parent's objects are not touched by their
+    # collections, so the pages holding them stay shared.
+    gc.freeze()
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            yield from pool.map(_read_shard_task, tasks)
+    finally:
+        gc.unfreeze()
 
 
 def _read_shard_task(task: tuple) -> ShardResult:

@@ -20,6 +20,7 @@ from monitor import replay as replay_module
 from monitor.config import Config, load_config
 from monitor.detect.engine import DetectionEngine
 from monitor.display import json_dumps
+from monitor.events import SessionInfo
 from monitor.pipeline import Monitor
 from monitor.replay import ReplayInput, read_to_end, replay
 from monitor.sources.sourceset import SourceSet
@@ -91,3 +92,25 @@ def test_cli_replay_jobs(generated_state_dirs):
     bad = run("--jobs", "0")
     assert bad.returncode == 2 and "--jobs must be 1 or more" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("era", ["legacy", "sqlite"])
+def test_a_shard_reads_only_its_own_sessions_index_records(generated_state_dirs, era):
+    """A shard's sources give the index records of the shard's sessions alone: the others'
+    are the main process's, and each worker used to keep all of them (~20 MB a worker at
+    10,003 sessions)."""
+    state_dir = str(generated_state_dirs / era)
+
+    def index_sessions(only: frozenset[str] | None) -> set[str]:
+        sources = SourceSet(state_dir=state_dir, replay=True, transcripts_only=True,
+                            only_sessions=only)
+        try:
+            return {e.session_id for s in sources.sources for e in s.read_index()
+                    if isinstance(e, SessionInfo)}
+        finally:
+            sources.close()
+
+    every = index_sessions(None)
+    chosen = frozenset(sorted(every)[::5]) | {"not-a-session"}
+    assert len(every) > 10
+    assert index_sessions(chosen) == every & chosen

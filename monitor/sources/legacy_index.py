@@ -75,6 +75,9 @@ class SessionIndexReader:
         self._index = {k: {"sessionFile": v["sessionFile"]} if "sessionFile" in v else {}
                        for k, v in entries.items()}
         for key, entry in entries.items():
+            if self.only_sessions is not None \
+                    and entry.get("sessionId") not in self.only_sessions:
+                continue
             record = self._session_info(key, entry)
             if record is None:
                 continue
