@@ -391,7 +391,7 @@ def _redacted_record(record: Any) -> Any:
             out[key] = new
         return out if changed else record
     if isinstance(record, (list, tuple)):
-        new_items = _redact_list(record, _redacted_record)
+        new_items = _redact_list(record, _redacted_item)
         if all(a is b for a, b in zip(new_items, record, strict=True)):
             return record
         return new_items
@@ -418,3 +418,9 @@ def clip(text: str, limit: int) -> str:
     """``text`` with its whitespace collapsed, cut to ``limit`` characters (… marks a cut)."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _redacted_item(item: Any) -> Any:
+    """An item of a list being walked: a dict is a record of its own, looked at once before
+    it is walked (a replay document's sessions are mostly free of secrets)."""
+    return redact_record(item) if isinstance(item, dict) else _redacted_record(item)

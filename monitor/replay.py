@@ -24,7 +24,7 @@ import multiprocessing
 import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from monitor import replay_cache
@@ -42,6 +42,8 @@ SHARDS_PER_JOB = 4
 #: once until they are folded, so this bounds a worker's memory: with the live default
 #: (32 MiB) each worker held some 80 MB more at its peak, for no gain in speed.
 SHARD_POLL_BYTES = 4 << 20
+#: What of an index record the cache's fingerprint holds: all of it (plain values).
+INDEX_RECORD_FIELDS = tuple(f.name for f in fields(SessionInfo))
 #: Runs remembered while replaying: all of them (the log is read after every transcript).
 REPLAY_RUNS_KEPT = 1 << 62
 
@@ -131,16 +133,19 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
     index_records: dict[str, list] = {}
     for source in transcript_sources:       # their errors here: the index's, the database's
         for event in source.read_index():
-            if isinstance(event, SessionInfo):
-                index_records.setdefault(event.session_id, []).append(astuple(event))
+            if isinstance(event, SessionInfo) and cache is not None:
+                index_records.setdefault(event.session_id, []).append(
+                    [getattr(event, name) for name in INDEX_RECORD_FIELDS])
             monitor.fold([event])
         for sid, (weight, identity) in source.transcript_units().items():
             seen_weight, seen = units.get(sid, (0, []))
             units[sid] = (seen_weight + weight, [*seen, [source_id(source), identity]])
-    stamp = (replay_cache.code_digest(), replay_cache.config_digest(config)) if cache else ()
-    prints = {sid: replay_cache.fingerprint(stamp, identity, index_records.get(sid))
-              for sid, (_, identity) in units.items()}
     cache_file = replay_cache.input_path(cache, _input_identity(what)) if cache else None
+    prints: dict[str, str] = {}
+    if cache_file is not None:
+        stamp = (replay_cache.code_digest(), replay_cache.config_digest(config))
+        prints = {sid: replay_cache.fingerprint(stamp, identity, index_records.get(sid))
+                  for sid, (_, identity) in units.items()}
     cached = replay_cache.load(cache_file) if cache_file and read_cache else {}
     hits = {sid: record for sid, (print_, record) in cached.items()
             if prints.get(sid) == print_}
@@ -151,8 +156,9 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
     _merge(monitor, results, hits, summaries)
     if cache_file is not None:
         fresh = _fresh_units(results, prints)
-        replay_cache.save(cache_file, {**{sid: (prints[sid], r) for sid, r in hits.items()},
-                                       **fresh})
+        if fresh or len(hits) != len(cached):       # else the file holds just this
+            replay_cache.save(cache_file, {**{sid: (prints[sid], r) for sid, r in hits.items()},
+                                           **fresh})
     sources.keep_only_logs()
     read_to_end(monitor)
     logs = {source_id(s): s.summary() for s in sources.sources}

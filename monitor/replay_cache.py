@@ -20,8 +20,11 @@ import json
 import os
 import tempfile
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from monitor.detect.findings import Finding
 from monitor.pipeline import SessionState
@@ -106,8 +109,8 @@ def save(path: Path, units: dict[str, tuple[str, UnitRecord]]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".replay-", suffix=".tmp")
         try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(document, out, separators=(",", ":"))
+            with os.fdopen(handle, "wb") as out:
+                out.write(msgspec.json.encode(document))
             os.replace(temporary, path)
         except BaseException:
             os.unlink(temporary)
@@ -132,10 +135,9 @@ def _record_to_json(record: UnitRecord) -> dict:
 
 def _record_from_json(entry: dict) -> UnitRecord:
     raw = entry["state"]
-    if set(raw) != {f.name for f in dataclasses.fields(SessionState)}:
+    if raw.keys() != _STATE_FIELDS.keys():
         raise ValueError("fields differ")
-    values = {f.name: _checked(f.type, raw[f.name]) for f in dataclasses.fields(SessionState)
-              if f.name not in ("tools", "findings", "index_tokens")}
+    values = {name: check(raw[name]) for name, check in _STATE_FIELDS.items() if check}
     values["tools"] = Counter({_text(k): _count(v) for k, v in raw["tools"].items()})
     values["findings"] = [_finding(finding) for finding in raw["findings"]]
     if raw["index_tokens"] is not None:
@@ -153,29 +155,43 @@ def _record_from_json(entry: dict) -> UnitRecord:
 
 
 def _finding(raw: dict) -> Finding:
-    if set(raw) != {f.name for f in dataclasses.fields(Finding)}:
+    if raw.keys() != _FINDING_FIELDS.keys():
         raise ValueError("fields differ")
-    return Finding(**{f.name: _checked(f.type, raw[f.name])
-                      for f in dataclasses.fields(Finding)})
+    return Finding(**{name: check(raw[name]) for name, check in _FINDING_FIELDS.items()})
 
 
-def _checked(annotation: str, value: Any) -> Any:
-    """``value`` when it has the type a field is annotated with, else ValueError: ``int`` a
-    count, ``float`` a number a time can be (costs too), ``str``, ``bool``; maybe None."""
+def _checker(annotation: Any):
+    """What checks a value of a field annotated ``annotation``: it returns the value when
+    it has that type, else raises ValueError: ``int`` a count, ``float`` a number a time
+    can be (costs too), ``str``, ``bool``; maybe None."""
     annotation = str(annotation)
-    if value is None and annotation.endswith("| None"):
-        return None
     kind = annotation.removesuffix(" | None")
-    if kind == "int":
-        return _count(value)
-    if kind == "float":
-        if type(value) not in (int, float) or not 0 <= value <= MAX_EPOCH_SECONDS:
-            raise ValueError("not a time or cost")  # NaN fails too
-        return float(value)
-    if kind == "bool" and type(value) is bool:
-        return value
-    if kind in ("str", "Level"):
-        return _text(value)
+    check = {"int": _count, "float": _time_or_cost, "bool": _flag, "str": _text,
+             "Level": _text}.get(kind, partial(_unknown, annotation))
+    if kind == annotation:
+        return check
+    return lambda value: None if value is None else check(value)
+
+
+def _fields(cls, special: tuple[str, ...] = ()) -> dict:
+    """``name -> checker`` of a dataclass's fields (None for the ``special`` ones)."""
+    return {f.name: None if f.name in special else _checker(f.type)
+            for f in dataclasses.fields(cls)}
+
+
+def _time_or_cost(value: Any) -> float:
+    if type(value) not in (int, float) or not 0 <= value <= MAX_EPOCH_SECONDS:
+        raise ValueError("not a time or cost")  # NaN fails too
+    return float(value)
+
+
+def _flag(value: Any) -> bool:
+    if type(value) is not bool:
+        raise ValueError("not a bool")
+    return value
+
+
+def _unknown(annotation: str, value: Any) -> Any:
     raise ValueError(f"not a {annotation}")
 
 
@@ -189,3 +205,7 @@ def _count(value: Any) -> int:
     if type(value) is not int or value < 0:
         raise ValueError("not a count")
     return value
+
+
+_STATE_FIELDS = _fields(SessionState, ("tools", "findings", "index_tokens"))
+_FINDING_FIELDS = _fields(Finding)

@@ -67,8 +67,13 @@ def test_an_unchanged_dir_is_answered_from_the_cache(dirs, era, tmp_path, monkey
     cache = tmp_path / "cache"
     first = run(dirs / era, cache)
     assert len(spy.take()) >= 80
+    [cache_file] = cache.iterdir()
+    written = cache_file.stat()
     assert run(dirs / era, cache) == first
     assert spy.take() == set(), "a warm replay reads no transcript"
+    now = cache_file.stat()
+    assert (now.st_ino, now.st_mtime_ns) == (written.st_ino, written.st_mtime_ns), \
+        "a warm replay that read nothing new leaves the cache as it is"
     assert first == cold(dirs / era, tmp_path)
     document = json.loads(first)
     assert sum(s["errors"] for s in document["sources"]) >= 8, "error counts come back too"
