@@ -11,7 +11,8 @@ The document does not depend on how many jobs read it: ``--jobs 1`` is the same 
 one shard, in this process; shards are merged by session id, error samples are kept by place
 (``sources.base.sample_order``), the errors no session owns (the index's, a database's) are
 counted by the main process, and runs are joined in sorted order. Sessions whose fingerprint
-the replay cache (``monitor.replay_cache``) still holds are not read at all.
+the replay cache (``monitor.replay_cache``) still holds are not read at all, and when nothing
+the document depends on changed (the log files included), the cache gives the whole document.
 
 Two things fall back to one shard: a per-agent or nightly token budget (it adds up tokens
 across sessions, in reading order), and a dir too small to be worth a process.
@@ -31,7 +32,8 @@ from monitor import replay_cache
 from monitor.events import SessionInfo
 from monitor.pipeline import Monitor, SessionState
 from monitor.replay_tally import UnitTally
-from monitor.sources.base import ERROR_SAMPLES_KEPT, sample_order
+from monitor.sources.base import ERROR_SAMPLES_KEPT, file_identity, sample_order
+from monitor.sources.gateway_log import GatewayLogSource
 from monitor.sources.sourceset import SourceSet, source_id
 
 #: Transcript bytes that make one shard worth a worker process (fork, index, merge).
@@ -140,32 +142,58 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
         for sid, (weight, identity) in source.transcript_units().items():
             seen_weight, seen = units.get(sid, (0, []))
             units[sid] = (seen_weight + weight, [*seen, [source_id(source), identity]])
+    summaries = {source_id(s): s.summary() for s in transcript_sources}
     cache_file = replay_cache.input_path(cache, _input_identity(what)) if cache else None
     prints: dict[str, str] = {}
+    document_key = None
+    stored = None
     if cache_file is not None:
         stamp = (replay_cache.code_digest(), replay_cache.config_digest(config))
         prints = {sid: replay_cache.fingerprint(stamp, identity, index_records.get(sid))
                   for sid, (_, identity) in units.items()}
-    cached = replay_cache.load(cache_file) if cache_file and read_cache else {}
+        document_key = _document_key(stamp, prints, index_records, summaries, sources)
+        stored = replay_cache.read(cache_file) if read_cache else None
+        document = replay_cache.document(stored, document_key)
+        if document is not None:
+            return document
+    cached = replay_cache.units(stored)
     hits = {sid: record for sid, (print_, record) in cached.items()
             if prints.get(sid) == print_}
     weights = {sid: weight for sid, (weight, _) in units.items() if sid not in hits}
     shards = _plan(weights, _jobs_for(jobs, weights, config)) if weights else []
     results = list(_read_shards(what, config, engine_factory, shards))
-    summaries = {source_id(s): s.summary() for s in transcript_sources}
     _merge(monitor, results, hits, summaries)
-    if cache_file is not None:
-        fresh = _fresh_units(results, prints)
-        if fresh or len(hits) != len(cached):       # else the file holds just this
-            replay_cache.save(cache_file, {**{sid: (prints[sid], r) for sid, r in hits.items()},
-                                           **fresh})
+    fresh = _fresh_units(results, prints) if cache_file is not None else {}
+    write_cache = fresh or len(hits) != len(cached) or document_key is not None
+    if write_cache:
+        kept_units = replay_cache.units_json(
+            {**{sid: (prints[sid], r) for sid, r in hits.items()}, **fresh})
     sources.keep_only_logs()
     read_to_end(monitor)
     logs = {source_id(s): s.summary() for s in sources.sources}
     document = monitor.report()
     document["sources"] = [logs[sid] if sid in logs else summaries[sid]
                            for sid in order if sid in logs or sid in summaries]
+    if write_cache:
+        replay_cache.save(cache_file, kept_units,
+                          None if document_key is None else (document_key, document))
     return document
+
+
+def _document_key(stamp: tuple, prints: dict[str, str], index_records: dict[str, list],
+                  summaries: dict[str, dict], sources: SourceSet) -> str | None:
+    """What the whole document is a function of: every session's fingerprint, the index
+    (with the sessions no transcript has), what reading it counted, and the identity of
+    every gateway log file the replay will read. None when a log is a stream (stdin, the
+    journal): nothing says it is unchanged."""
+    logs = []
+    for source in sources.sources:
+        if source.kind != "gateway-log":
+            continue
+        if not isinstance(source, GatewayLogSource):
+            return None
+        logs.append([file_identity(path) for path in source.input_files()])
+    return replay_cache.fingerprint(stamp, prints, index_records, summaries, logs)
 
 
 def _input_identity(what: ReplayInput) -> list:

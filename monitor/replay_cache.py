@@ -5,7 +5,10 @@ One file per replay input (state dir, paths, flags) under ``$XDG_CACHE_HOME/claw
 every transcript file it was read from (or its rows' count, highest seq and rowid and stored
 bytes), its index records, the detector config and clawwatch's own code — and what the read
 gave: the session's state, its runs, and what its sources counted of it (events, errors and
-their samples). A later replay reads only the sessions whose fingerprint differs.
+their samples). A later replay reads only the sessions whose fingerprint differs. The file
+also keeps the last whole document, under a key of everything it depends on (every session's
+fingerprint, the index, and the identity of each gateway log file): a replay of an unchanged
+dir reads the index and stats its files, and reads no transcript and no log.
 
 The file is JSON, written to a temporary file and renamed into place, so concurrent replays
 each leave a whole file (the last one wins). A file that cannot be read, parsed or checked, or
@@ -23,8 +26,6 @@ from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import Any
-
-import msgspec
 
 from monitor.detect.findings import Finding
 from monitor.pipeline import SessionState
@@ -76,22 +77,29 @@ def fingerprint(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def load(path: Path) -> dict[str, tuple[str, UnitRecord]]:
-    """``session_id -> (fingerprint, record)`` from ``path``; {} when it is missing or bad."""
+def read(path: Path) -> dict | None:
+    """The cache file at ``path``, parsed; None when it is missing, too large, not JSON or
+    not of this format."""
     try:
         with open(path, "rb") as handle:
             if os.fstat(handle.fileno()).st_size > MAX_CACHE_BYTES:
-                return {}
-            document = json.loads(handle.read())
-        if not isinstance(document, dict) or document.get("format") != CACHE_FORMAT:
-            return {}
-        units = document["units"]
-        if not isinstance(units, dict):
-            return {}
-    except (OSError, ValueError, KeyError, RecursionError):
+                return None
+            stored = json.loads(handle.read())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(stored, dict) or stored.get("format") != CACHE_FORMAT:
+        return None
+    return stored
+
+
+def units(stored: dict | None) -> dict[str, tuple[str, UnitRecord]]:
+    """``session_id -> (fingerprint, record)`` of a ``read`` file; an entry of the wrong
+    shape is left out."""
+    entries = stored.get("units") if stored is not None else None
+    if not isinstance(entries, dict):
         return {}
     kept: dict[str, tuple[str, UnitRecord]] = {}
-    for sid, entry in units.items():
+    for sid, entry in entries.items():
         try:
             kept[sid] = (str(entry["fingerprint"]), _record_from_json(entry))
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -99,23 +107,54 @@ def load(path: Path) -> dict[str, tuple[str, UnitRecord]]:
     return kept
 
 
-def save(path: Path, units: dict[str, tuple[str, UnitRecord]]) -> None:
-    """Write ``units`` whole (a temporary file renamed over ``path``); failures are ignored:
-    the cache only saves time."""
-    document = {"format": CACHE_FORMAT, "units": {
-        sid: {"fingerprint": print_, **_record_to_json(record)}
-        for sid, (print_, record) in units.items()}}
+def document(stored: dict | None, key: str | None) -> dict | None:
+    """The whole replay document a ``read`` file keeps for ``key``; None when it keeps
+    another's, or one not of the document's shape."""
+    whole = stored.get("document") if stored is not None and key is not None else None
+    if not isinstance(whole, dict) or whole.get("key") != key:
+        return None
+    value = whole.get("value")
+    if not isinstance(value, dict) or value.keys() != {"sources", "sessions"}:
+        return None
+    sources, sessions = value["sources"], value["sessions"]
+    if not (isinstance(sources, list) and isinstance(sessions, list)
+            and all(isinstance(s, dict) for s in sessions)
+            and all(_is_summary(s) for s in sources)):
+        return None
+    return value
+
+
+def _is_summary(source: Any) -> bool:
+    return isinstance(source, dict) and all(type(source.get(k)) is str for k in ("kind", "path")) \
+        and all(type(source.get(k)) is int for k in ("events", "errors"))
+
+
+def units_json(units: dict[str, tuple[str, UnitRecord]]) -> dict:
+    """``units`` as ``save`` writes them: taken before the log is read, which adds its
+    findings to the same sessions."""
+    return {sid: {"fingerprint": print_, **_record_to_json(record)}
+            for sid, (print_, record) in units.items()}
+
+
+def save(path: Path, units: dict, whole: tuple[str, dict] | None = None) -> None:
+    """Write ``units`` (``units_json``) and the ``(key, document)`` of the ``whole`` replay
+    (a temporary file renamed over ``path``); failures are ignored: the cache only saves
+    time."""
+    stored: dict[str, Any] = {"format": CACHE_FORMAT, "units": units}
+    if whole is not None:
+        stored["document"] = {"key": whole[0], "value": whole[1]}
     try:
+        encoded = json.dumps(stored, separators=(",", ":")).encode()
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".replay-", suffix=".tmp")
         try:
             with os.fdopen(handle, "wb") as out:
-                out.write(msgspec.json.encode(document))
+                out.write(encoded)
             os.replace(temporary, path)
         except BaseException:
             os.unlink(temporary)
             raise
-    except OSError:
+    except (OSError, ValueError, TypeError):
         pass
 
 

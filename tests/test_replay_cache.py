@@ -61,16 +61,35 @@ def cold(state_dir: Path, tmp_path: Path) -> str:
     return run(state_dir, tmp_path / "cold-cache", read_cache=False)
 
 
+class LogReadSpy:
+    """How many replays read the gateway log (``read_to_end`` after the transcripts)."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.reads = 0
+        real = replay_module.read_to_end
+
+        def spy(monitor):
+            self.reads += 1
+            return real(monitor)
+
+        monkeypatch.setattr(replay_module, "read_to_end", spy)
+
+    def take(self) -> int:
+        reads, self.reads = self.reads, 0
+        return reads
+
+
 @pytest.mark.parametrize("era", ["legacy", "sqlite"])
 def test_an_unchanged_dir_is_answered_from_the_cache(dirs, era, tmp_path, monkeypatch):
-    spy = ReadSpy(monkeypatch)
+    spy, log_spy = ReadSpy(monkeypatch), LogReadSpy(monkeypatch)
     cache = tmp_path / "cache"
     first = run(dirs / era, cache)
-    assert len(spy.take()) >= 80
+    assert len(spy.take()) >= 80 and log_spy.take() == 1
     [cache_file] = cache.iterdir()
     written = cache_file.stat()
     assert run(dirs / era, cache) == first
     assert spy.take() == set(), "a warm replay reads no transcript"
+    assert log_spy.take() == 0, "nor the log"
     now = cache_file.stat()
     assert (now.st_ino, now.st_mtime_ns) == (written.st_ino, written.st_mtime_ns), \
         "a warm replay that read nothing new leaves the cache as it is"
@@ -109,6 +128,29 @@ def test_after_an_append_only_that_session_is_read(dirs, era, tmp_path, monkeypa
     assert warm == cold(dirs / era, tmp_path)
 
 
+@pytest.mark.parametrize(("era", "change"), [("legacy", "appended"), ("sqlite", "appended"),
+                                           ("legacy", "rotated")])
+def test_after_the_log_changed_only_the_log_is_read(dirs, era, change, tmp_path, monkeypatch):
+    spy, log_spy = ReadSpy(monkeypatch), LogReadSpy(monkeypatch)
+    cache = tmp_path / "cache"
+    before = run(dirs / era, cache)
+    spy.take(), log_spy.take()
+    log = dirs / era / "logs" / "openclaw.log"
+    if change == "appended":
+        loop_line = next(line for line in log.read_bytes().splitlines(keepends=True)
+                         if b"Loop warning" in line)
+        with log.open("ab") as handle:
+            handle.write(loop_line)
+    else:       # the same lines, now in a numbered rotation and a new file
+        log.rename(log.with_name("openclaw.1.log"))
+        log.write_bytes(b"")
+    warm = run(dirs / era, cache)
+    assert spy.take() == set() and log_spy.take() == 1
+    assert warm == cold(dirs / era, tmp_path)
+    if change == "appended":
+        assert warm != before
+
+
 def test_another_config_is_a_miss(dirs, tmp_path, monkeypatch):
     spy = ReadSpy(monkeypatch)
     cache = tmp_path / "cache"
@@ -126,7 +168,8 @@ def cache_files(cache: Path) -> list[Path]:
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "forged-counts",
                                     "forged-fields", "forged-finding",
-                                    "other-format", "directory"])
+                                    "other-format", "directory", "forged-document",
+                                    "another-documents-key"])
 def test_a_damaged_cache_is_a_miss(dirs, tmp_path, damage):
     cache = tmp_path / "cache"
     expected = run(dirs / "legacy", cache)
@@ -145,6 +188,12 @@ def test_a_damaged_cache_is_a_miss(dirs, tmp_path, damage):
         document = json.loads(text)
         if damage == "other-format":
             document["format"] = 999
+        elif damage == "forged-document":
+            document["document"]["value"]["sessions"] = "none"
+        elif damage == "another-documents-key":
+            document["document"]["key"] = "0" * 64
+        elif damage.startswith("forged-"):      # the units alone answer
+            del document["document"]
         for entry in document["units"].values():
             if damage == "forged-counts":
                 entry["state"]["tool_calls"] = -5

@@ -194,12 +194,17 @@ def file_units(paths: list[str], session_of) -> dict[str, tuple[int, list]]:
     each file, per session."""
     units: dict[str, tuple[int, list]] = {}
     for path in paths:
-        try:
-            st = os.stat(path)
-            identity = [path, st.st_size, st.st_mtime_ns, st.st_ino]
-        except OSError:
-            identity = [path, None, None, None]
+        identity = file_identity(path)
         weight, files = units.get(session_of(path), (0, []))
         files.append(identity)
         units[session_of(path)] = (weight + (identity[1] or 0), files)
     return units
+
+
+def file_identity(path: str) -> list:
+    """``[path, size, mtime, inode]`` of a file now (Nones when it cannot be stat'ed)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [path, None, None, None]
+    return [path, st.st_size, st.st_mtime_ns, st.st_ino]

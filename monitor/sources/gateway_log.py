@@ -125,6 +125,11 @@ class GatewayLogSource(LogLineSource):
         self.follower = FileFollower(path, resume=resume, start_at_end=start_at_end)
         self.seen_file = False
 
+    def input_files(self) -> list[str]:
+        """The files a read to the end will read, in order (the older rotations not yet
+        read, then the log itself)."""
+        return [*self._pending_history, self.path]
+
     def poll(self) -> list:
         """At most ``poll_budget_bytes``, read ``READ_STEP_BYTES`` at a time until the budget
         or the step's ``deadline`` runs out (after at least one read)."""
