@@ -18,7 +18,8 @@ copytruncate (copy to ``gw.log.1`` then truncate in place) and delete+recreate.
 
 Pacing keeps it realistic: a file generation lives for at least ``--min-generation-records``
 records of its stream and ``--min-generation-seconds``, so a live reader has opened it before it
-is deleted.
+is deleted; those seconds count again from the moment restarted readers are released, as they
+open their files anew.
 
 The test talks to it through files in ``<root>/control``: while ``hold`` exists (the readers
 are being stopped and started) the writer only appends: no rotation, truncation or deletion,
@@ -194,11 +195,13 @@ class Control:
             except FileNotFoundError:
                 pass
 
-    def refresh(self, on_down) -> None:
+    def refresh(self, on_down, on_release) -> None:
         held, down = self._flag("hold"), self._flag("down")
         if held != self.held:
             self.held = held
             Journal.note("control", "hold" if held else "release", "-")
+            if not held:
+                on_release()
             self._ack("hold", held)
         if down != self.down:
             self.down = down
@@ -226,6 +229,11 @@ class Generation:
 
     def restart(self) -> None:
         self.records = 0
+        self.started = time.monotonic()
+
+    def restart_clock(self) -> None:
+        """Count its age from now (its records kept): readers that just started have not
+        opened it yet, and it must not be rotated or deleted before they can have."""
         self.started = time.monotonic()
 
     def wait_until_seen(self) -> None:
@@ -562,12 +570,16 @@ def main(argv: list[str] | None = None) -> int:
         log.rotate_while_down()
         legacy.rotate_while_down()
 
+    def restart_clocks() -> None:
+        for generation in [log.generation, *(s.generation for s in legacy.sessions)]:
+            generation.restart_clock()
+
     print("ready", flush=True)
     pacer.started = time.monotonic()
     streams = [name for name, weight in STREAM_WEIGHTS for _ in range(weight)]
     for index in range(args.records):
         if index % CONTROL_CHECK_EVERY == 0:
-            control.refresh(rotate_while_down)
+            control.refresh(rotate_while_down, restart_clocks)
         stream = rng.choice(streams)
         if stream == "jsonl":
             legacy.write(control)
@@ -580,7 +592,7 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.monotonic() - pacer.started
     finish_by = time.monotonic() + args.finish_wait_seconds
     while not control.finished and time.monotonic() < finish_by:
-        control.refresh(rotate_while_down)
+        control.refresh(rotate_while_down, restart_clocks)
         time.sleep(0.01)
     checkpointer.stop.set()
     checkpointer.join()
