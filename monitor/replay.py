@@ -146,17 +146,16 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
     cache_file = replay_cache.input_path(cache, _input_identity(what)) if cache else None
     prints: dict[str, str] = {}
     document_key = None
-    stored = None
     if cache_file is not None:
         stamp = (replay_cache.code_digest(), replay_cache.config_digest(config))
         prints = {sid: replay_cache.fingerprint(stamp, identity, index_records.get(sid))
                   for sid, (_, identity) in units.items()}
         document_key = _document_key(stamp, prints, index_records, summaries, sources)
-        stored = replay_cache.read(cache_file) if read_cache else None
-        document = replay_cache.document(stored, document_key)
+        document = replay_cache.document(cache_file, document_key) \
+            if read_cache and document_key else None
         if document is not None:
             return document
-    cached = replay_cache.units(stored)
+    cached = replay_cache.load(cache_file) if cache_file and read_cache else {}
     hits = {sid: record for sid, (print_, record) in cached.items()
             if prints.get(sid) == print_}
     weights = {sid: weight for sid, (weight, _) in units.items() if sid not in hits}
@@ -164,19 +163,17 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
     results = list(_read_shards(what, config, engine_factory, shards))
     _merge(monitor, results, hits, summaries)
     fresh = _fresh_units(results, prints) if cache_file is not None else {}
-    write_cache = fresh or len(hits) != len(cached) or document_key is not None
-    if write_cache:
-        kept_units = replay_cache.units_json(
-            {**{sid: (prints[sid], r) for sid, r in hits.items()}, **fresh})
+    if fresh or len(hits) != len(cached):       # else the file holds just this
+        replay_cache.save(cache_file, replay_cache.units_json(
+            {**{sid: (prints[sid], r) for sid, r in hits.items()}, **fresh}))
     sources.keep_only_logs()
     read_to_end(monitor)
     logs = {source_id(s): s.summary() for s in sources.sources}
     document = monitor.report()
     document["sources"] = [logs[sid] if sid in logs else summaries[sid]
                            for sid in order if sid in logs or sid in summaries]
-    if write_cache:
-        replay_cache.save(cache_file, kept_units,
-                          None if document_key is None else (document_key, document))
+    if document_key is not None:
+        replay_cache.save_document(cache_file, document_key, document)
     return document
 
 

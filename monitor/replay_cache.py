@@ -5,10 +5,10 @@ One file per replay input (state dir, paths, flags) under ``$XDG_CACHE_HOME/claw
 every transcript file it was read from (or its rows' count, highest seq and rowid and stored
 bytes), its index records, the detector config and clawwatch's own code — and what the read
 gave: the session's state, its runs, and what its sources counted of it (events, errors and
-their samples). A later replay reads only the sessions whose fingerprint differs. The file
-also keeps the last whole document, under a key of everything it depends on (every session's
+their samples). A later replay reads only the sessions whose fingerprint differs. A second
+file keeps the last whole document, under a key of everything it depends on (every session's
 fingerprint, the index, and the identity of each gateway log file): a replay of an unchanged
-dir reads the index and stats its files, and reads no transcript and no log.
+dir reads the index, stats its files and reads that file, and no transcript and no log.
 
 The file is JSON, written to a temporary file and renamed into place, so concurrent replays
 each leave a whole file (the last one wins). A file that cannot be read, parsed or checked, or
@@ -77,24 +77,15 @@ def fingerprint(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def read(path: Path) -> dict | None:
-    """The cache file at ``path``, parsed; None when it is missing, too large, not JSON or
-    not of this format."""
-    try:
-        with open(path, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size > MAX_CACHE_BYTES:
-                return None
-            stored = json.loads(handle.read())
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(stored, dict) or stored.get("format") != CACHE_FORMAT:
-        return None
-    return stored
+def document_path(path: Path) -> Path:
+    """Where the whole document of the replay input cached at ``path`` is kept."""
+    return path.with_name(path.stem + ".document.json")
 
 
-def units(stored: dict | None) -> dict[str, tuple[str, UnitRecord]]:
-    """``session_id -> (fingerprint, record)`` of a ``read`` file; an entry of the wrong
-    shape is left out."""
+def load(path: Path) -> dict[str, tuple[str, UnitRecord]]:
+    """``session_id -> (fingerprint, record)`` from ``path``; {} when it is missing or bad,
+    and an entry of the wrong shape is left out."""
+    stored = _read(path)
     entries = stored.get("units") if stored is not None else None
     if not isinstance(entries, dict):
         return {}
@@ -107,13 +98,13 @@ def units(stored: dict | None) -> dict[str, tuple[str, UnitRecord]]:
     return kept
 
 
-def document(stored: dict | None, key: str | None) -> dict | None:
-    """The whole replay document a ``read`` file keeps for ``key``; None when it keeps
+def document(path: Path, key: str) -> dict | None:
+    """The whole replay document kept beside ``path`` for ``key``; None when none is, or
     another's, or one not of the document's shape."""
-    whole = stored.get("document") if stored is not None and key is not None else None
-    if not isinstance(whole, dict) or whole.get("key") != key:
+    stored = _read(document_path(path))
+    if stored is None or stored.get("key") != key:
         return None
-    value = whole.get("value")
+    value = stored.get("value")
     if not isinstance(value, dict) or value.keys() != {"sources", "sessions"}:
         return None
     sources, sessions = value["sources"], value["sessions"]
@@ -129,33 +120,63 @@ def _is_summary(source: Any) -> bool:
         and all(type(source.get(k)) is int for k in ("events", "errors"))
 
 
-def units_json(units: dict[str, tuple[str, UnitRecord]]) -> dict:
-    """``units`` as ``save`` writes them: taken before the log is read, which adds its
-    findings to the same sessions."""
-    return {sid: {"fingerprint": print_, **_record_to_json(record)}
-            for sid, (print_, record) in units.items()}
-
-
-def save(path: Path, units: dict, whole: tuple[str, dict] | None = None) -> None:
-    """Write ``units`` (``units_json``) and the ``(key, document)`` of the ``whole`` replay
-    (a temporary file renamed over ``path``); failures are ignored: the cache only saves
-    time."""
-    stored: dict[str, Any] = {"format": CACHE_FORMAT, "units": units}
-    if whole is not None:
-        stored["document"] = {"key": whole[0], "value": whole[1]}
+def _read(path: Path) -> dict | None:
+    """A cache file, parsed; None when it is missing, too large, not JSON or not of this
+    format."""
     try:
-        encoded = json.dumps(stored, separators=(",", ":")).encode()
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size > MAX_CACHE_BYTES:
+                return None
+            stored = json.loads(handle.read())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(stored, dict) or stored.get("format") != CACHE_FORMAT:
+        return None
+    return stored
+
+
+def units_json(units: dict[str, tuple[str, UnitRecord]]) -> str:
+    """``units`` encoded as ``save`` writes them, one session at a time (the text is far
+    smaller than the objects it is made of): taken before the log is read, which adds its
+    findings to the same sessions."""
+    return "{" + ",".join(
+        _compact({sid: {"fingerprint": print_, **_record_to_json(record)}})[1:-1]
+        for sid, (print_, record) in units.items()) + "}"
+
+
+def save(path: Path, units: str) -> None:
+    """Write ``units`` (``units_json``) to ``path``."""
+    _write(path, [f'{{"format":{CACHE_FORMAT},"units":', units, "}"])
+
+
+def save_document(path: Path, key: str, value: dict) -> None:
+    """Keep ``value``, the whole document, beside ``path`` under ``key``."""
+    try:
+        encoded = _compact({"format": CACHE_FORMAT, "key": key, "value": value})
+    except (ValueError, TypeError):
+        return
+    _write(document_path(path), [encoded])
+
+
+def _write(path: Path, pieces: list[str]) -> None:
+    """``pieces`` written whole to a temporary file renamed over ``path``; failures are
+    ignored: the cache only saves time."""
+    try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".replay-", suffix=".tmp")
         try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(encoded)
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.writelines(pieces)
             os.replace(temporary, path)
         except BaseException:
             os.unlink(temporary)
             raise
-    except (OSError, ValueError, TypeError):
+    except OSError:
         pass
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 # ------------------------------------------------------------------- encoding

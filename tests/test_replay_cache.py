@@ -18,6 +18,7 @@ import pytest
 from conftest import generate_state_dirs
 
 from monitor import replay as replay_module
+from monitor import replay_cache
 from monitor.config import Config, load_config
 from monitor.detect.engine import DetectionEngine
 from monitor.display import json_dumps
@@ -85,14 +86,17 @@ def test_an_unchanged_dir_is_answered_from_the_cache(dirs, era, tmp_path, monkey
     cache = tmp_path / "cache"
     first = run(dirs / era, cache)
     assert len(spy.take()) >= 80 and log_spy.take() == 1
-    [cache_file] = cache.iterdir()
-    written = cache_file.stat()
+    files = sorted(cache.iterdir())
+    assert [f.name.endswith(".document.json") for f in files] == [True, False]
+
+    def identities() -> list:
+        return [(f.stat().st_ino, f.stat().st_mtime_ns) for f in files]
+
+    written = identities()
     assert run(dirs / era, cache) == first
     assert spy.take() == set(), "a warm replay reads no transcript"
     assert log_spy.take() == 0, "nor the log"
-    now = cache_file.stat()
-    assert (now.st_ino, now.st_mtime_ns) == (written.st_ino, written.st_mtime_ns), \
-        "a warm replay that read nothing new leaves the cache as it is"
+    assert identities() == written, "a warm replay leaves the cache as it is"
     assert first == cold(dirs / era, tmp_path)
     document = json.loads(first)
     assert sum(s["errors"] for s in document["sources"]) >= 8, "error counts come back too"
@@ -162,18 +166,13 @@ def test_another_config_is_a_miss(dirs, tmp_path, monkeypatch):
     assert warm == run(dirs / "legacy", tmp_path / "other", read_cache=False, config=strict)
 
 
-def cache_files(cache: Path) -> list[Path]:
-    return sorted((cache).glob("*.json"))
+def cache_files(cache: Path) -> tuple[Path, Path]:
+    """The sessions' file and the whole document's file of the one input cached."""
+    [units] = [p for p in cache.glob("*.json") if not p.name.endswith(".document.json")]
+    return units, replay_cache.document_path(units)
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "forged-counts",
-                                    "forged-fields", "forged-finding",
-                                    "other-format", "directory", "forged-document",
-                                    "another-documents-key"])
-def test_a_damaged_cache_is_a_miss(dirs, tmp_path, damage):
-    cache = tmp_path / "cache"
-    expected = run(dirs / "legacy", cache)
-    (path,) = cache_files(cache)
+def damage_file(path: Path, damage: str) -> None:
     text = path.read_text()
     if damage == "garbage":
         path.write_bytes(b"\x00\xff" * 1000)
@@ -184,17 +183,33 @@ def test_a_damaged_cache_is_a_miss(dirs, tmp_path, damage):
     elif damage == "directory":
         path.unlink()
         path.mkdir()
-    else:
-        document = json.loads(text)
-        if damage == "other-format":
-            document["format"] = 999
-        elif damage == "forged-document":
-            document["document"]["value"]["sessions"] = "none"
-        elif damage == "another-documents-key":
-            document["document"]["key"] = "0" * 64
-        elif damage.startswith("forged-"):      # the units alone answer
-            del document["document"]
-        for entry in document["units"].values():
+    elif damage == "other-format":
+        path.write_text(json.dumps({**json.loads(text), "format": 999}))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "other-format",
+                                    "directory", "forged-counts", "forged-fields",
+                                    "forged-finding", "forged-document",
+                                    "another-documents-key"])
+def test_a_damaged_cache_is_a_miss(dirs, tmp_path, damage):
+    cache = tmp_path / "cache"
+    expected = run(dirs / "legacy", cache)
+    units_path, document_path = cache_files(cache)
+    if not damage.startswith(("forged", "another")):
+        damage_file(units_path, damage)
+        damage_file(document_path, damage)
+    elif damage == "forged-document":
+        stored = json.loads(document_path.read_text())
+        stored["value"]["sessions"] = "none"
+        document_path.write_text(json.dumps(stored))
+    elif damage == "another-documents-key":
+        stored = json.loads(document_path.read_text())
+        stored["key"] = "0" * 64
+        document_path.write_text(json.dumps(stored))
+    else:       # a session's entry forged: the sessions' file alone answers
+        document_path.unlink()
+        stored = json.loads(units_path.read_text())
+        for entry in stored["units"].values():
             if damage == "forged-counts":
                 entry["state"]["tool_calls"] = -5
             elif damage == "forged-fields":
@@ -202,7 +217,7 @@ def test_a_damaged_cache_is_a_miss(dirs, tmp_path, damage):
             elif damage == "forged-finding":
                 for finding in entry["state"]["findings"]:
                     finding["count"] = "many"
-        path.write_text(json.dumps(document))
+        units_path.write_text(json.dumps(stored))
     assert run(dirs / "legacy", cache) == expected
 
 
