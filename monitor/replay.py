@@ -150,7 +150,8 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
         stamp = (replay_cache.code_digest(), replay_cache.config_digest(config))
         prints = {sid: replay_cache.fingerprint(stamp, identity, index_records.get(sid))
                   for sid, (_, identity) in units.items()}
-        document_key = _document_key(stamp, prints, index_records, summaries, sources)
+        unread_index = {sid: r for sid, r in index_records.items() if sid not in prints}
+        document_key = _document_key(stamp, prints, unread_index, summaries, sources)
         document = replay_cache.document(cache_file, document_key) \
             if read_cache and document_key else None
         if document is not None:
@@ -177,12 +178,12 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
     return document
 
 
-def _document_key(stamp: tuple, prints: dict[str, str], index_records: dict[str, list],
+def _document_key(stamp: tuple, prints: dict[str, str], unread_index: dict[str, list],
                   summaries: dict[str, dict], sources: SourceSet) -> str | None:
-    """What the whole document is a function of: every session's fingerprint, the index
-    (with the sessions no transcript has), what reading it counted, and the identity of
-    every gateway log file the replay will read. None when a log is a stream (stdin, the
-    journal): nothing says it is unchanged."""
+    """What the whole document is a function of: every session's fingerprint (which holds
+    its index records), the index records of sessions no transcript has, what reading the
+    index counted, and the identity of every gateway log file the replay will read. None
+    when a log is a stream (stdin, the journal): nothing says it is unchanged."""
     logs = []
     for source in sources.sources:
         if source.kind != "gateway-log":
@@ -190,7 +191,7 @@ def _document_key(stamp: tuple, prints: dict[str, str], index_records: dict[str,
         if not isinstance(source, GatewayLogSource):
             return None
         logs.append([file_identity(path) for path in source.input_files()])
-    return replay_cache.fingerprint(stamp, prints, index_records, summaries, logs)
+    return replay_cache.fingerprint(stamp, prints, unread_index, summaries, logs)
 
 
 def _input_identity(what: ReplayInput) -> list:

@@ -61,6 +61,13 @@ class Source:
         self.error_samples: list[SourceError] = []
         #: Sessions this source's own index last said are running: always read in full.
         self.running_sessions: set[str] = set()
+        #: The only sessions this source reads (None: all): a replay shard's, or the one
+        #: whose timeline is loaded.
+        self.only_sessions: set[str] | frozenset[str] | None = None
+
+    def wants_session(self, session_id: str) -> bool:
+        """Not one of the sessions ``only_sessions`` leaves to others."""
+        return self.only_sessions is None or session_id in self.only_sessions
 
     def note_running(self, records: list) -> None:
         """Keep ``running_sessions`` up to date with the index records in ``records``."""

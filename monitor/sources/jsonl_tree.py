@@ -130,8 +130,6 @@ class JsonlTreeSource(Source):
         self.agent_id = agent_id
         #: The only transcripts read (None: every one under the root): ``replay FILE``.
         self.only_files = {os.path.abspath(p) for p in only_files} if only_files else None
-        #: The sessions whose transcripts this source reads (None: all), for a split replay.
-        self.only_sessions: set[str] | frozenset[str] | None = None
         self.poll_budget_bytes = POLL_BUDGET_BYTES
         self.max_open_followers = MAX_OPEN_FOLLOWERS
         self._walker = TreeWalker(root, self.wants_dir, self.wants_file, self.max_depth)
@@ -211,7 +209,7 @@ class JsonlTreeSource(Source):
                 and not os.path.lexists(path)]
         new = [path for path in listed if path not in self._followers
                and (self.only_files is None or path in self.only_files)
-               and (self.only_sessions is None or self.session_of(path) in self.only_sessions)]
+               and self.wants_session(self.session_of(path))]
         if not new and not gone:
             return
         current = self._order[self._cursor] if self._cursor < len(self._order) else None

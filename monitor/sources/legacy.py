@@ -72,8 +72,6 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
                  include_archives: bool = False, only_files: set[str] | None = None) -> None:
         super().__init__(sessions_dir)
         self.only_files = {os.path.abspath(p) for p in only_files} if only_files else None
-        #: The sessions whose transcripts this source reads (None: all), for a split replay.
-        self.only_sessions: set[str] | None = None
         self.agent_id = agent_id
         self.include_archives = include_archives
         self._index_identity: tuple | None = None

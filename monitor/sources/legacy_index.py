@@ -75,8 +75,7 @@ class SessionIndexReader:
         self._index = {k: {"sessionFile": v["sessionFile"]} if "sessionFile" in v else {}
                        for k, v in entries.items()}
         for key, entry in entries.items():
-            if self.only_sessions is not None \
-                    and entry.get("sessionId") not in self.only_sessions:
+            if not self.wants_session(entry.get("sessionId")):
                 continue
             record = self._session_info(key, entry)
             if record is None:

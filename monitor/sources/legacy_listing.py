@@ -89,7 +89,7 @@ class TranscriptListing:
         if self.only_files is not None:
             paths = [p for p in paths if os.path.abspath(p) in self.only_files]
         if self.only_sessions is not None:
-            paths = [p for p in paths if transcript_session_id(p) in self.only_sessions]
+            paths = [p for p in paths if self.wants_session(transcript_session_id(p))]
         self._listing_key = None if still_changing else key
         self._listed_at = now
         self._listing = paths

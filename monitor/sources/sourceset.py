@@ -98,8 +98,7 @@ class SourceSet:
         sid = source_id(source)
         if self.transcripts_only and source.kind == "gateway-log":
             return
-        if hasattr(source, "only_sessions"):
-            source.only_sessions = self.only_sessions
+        source.only_sessions = self.only_sessions
         source.count_shared_errors = self.count_shared_errors
         source.count_only = self.count_only
         if sid not in self._known:

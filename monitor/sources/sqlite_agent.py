@@ -80,8 +80,6 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, Source):
                  step_rows: int = STEP_BUDGET_ROWS) -> None:
         super().__init__(db_path)
         self.agent_id = agent_id
-        #: The sessions whose transcripts this source reads (None: all), for a split replay.
-        self.only_sessions: set[str] | None = None
         self.sweep_seconds = sweep_seconds
         self.poll_budget_bytes = poll_budget_bytes
         self.step_rows = step_rows
@@ -237,7 +235,7 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, Source):
             self._bad_row(out, "transcript_events", rowid, (type_name(sid), sid),
                           f"session_id is {type_name(sid)}, not text")
             return
-        if self.only_sessions is not None and sid not in self.only_sessions:
+        if not self.wants_session(sid):
             return
         cursor = self.seq_cursor.get(sid, -1)
         seq = sql_int(seq)

@@ -293,7 +293,7 @@ def _decode(data: bytes, archive: ColdArchive) -> list[tuple[int, str]]:
 class ColdReader:
     """The cold archives of one database, each read once per version, for a source.
 
-    ``source`` gives ``seq_cursor``, ``only_sessions``, ``error``, ``_bad_row`` and
+    ``source`` gives ``seq_cursor``, ``wants_session``, ``error``, ``_bad_row`` and
     ``_emit_row``: an archive's events with a seq past the session's cursor are emitted and
     the cursor moved, so a session read row by row before it was archived (or restored
     after) is never read twice."""
@@ -308,12 +308,11 @@ class ColdReader:
 
     def scan(self, conn, out: list) -> None:
         """Find the archives not read yet at their version (a table scan, no blob)."""
-        only = self.source.only_sessions
         self.due.clear()
         archives = list_archives(conn, self.directory, lambda rowid, raw, message:
                                  self.source._bad_row(out, COLD_TABLE, rowid, raw, message))
         for sid, archive in archives.items():
-            if only is not None and sid not in only:
+            if not self.source.wants_session(sid):
                 continue
             if self.settled.get(sid) != archive.version():
                 self.due[sid] = archive

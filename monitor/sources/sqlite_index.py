@@ -87,20 +87,16 @@ class SessionIndexRows:
                 version = ("w", status, model, updated)
                 if self._node_versions.get("w:" + sid) == version:
                     continue
-                if self._wanted(sid):
+                if self.wants_session(sid):
                     self._node_versions["w:" + sid] = version
                     out.append(SessionInfo(key=key, session_id=sid, agent_id=self.agent_id,
                                            model=model, provider=provider, status=status,
                                            origin=f"{self.path}#window:{sid}"))
                 self.windows_watermark = max(self.windows_watermark, updated or 0)
 
-    def _wanted(self, session_id: str) -> bool:
-        """Not one of the sessions this source leaves to others (a replay shard's)."""
-        return self.only_sessions is None or session_id in self.only_sessions
-
     def _session_from_node(self, row: tuple) -> SessionInfo | None:
         key, sid, entry_json, status, updated, label, display_name = row
-        if not self._wanted(sid):
+        if not self.wants_session(sid):
             return None
         version = (sid, status, updated, len(entry_json or ""))
         if self._node_versions.get(key) == version:
