@@ -12,11 +12,85 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import Any
+
+import msgspec
 
 from monitor import untrusted_json
 from monitor.events import SessionInfo
 from monitor.sources.regular import NotRegularFile, open_regular_file, refusal
 from monitor.sources.transcript import parse_timestamp, sane_count
+
+
+class IndexEntry(msgspec.Struct):
+    """What the monitor reads of a ``sessions.json`` entry (an entry has some thirty fields;
+    the others are skipped undecoded)."""
+
+    sessionId: Any = None
+    sessionFile: Any = msgspec.UNSET
+    model: Any = None
+    modelProvider: Any = None
+    status: Any = None
+    lastRunId: Any = None
+    activeWriterRunId: Any = None
+    abortedLastRun: Any = None
+    label: Any = None
+    displayName: Any = None
+    updatedAt: Any = None
+    inputTokens: Any = None
+    outputTokens: Any = None
+    totalTokens: Any = None
+
+
+_ENTRY_FIELDS = IndexEntry.__struct_fields__
+_decode_top = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_decode_entry = msgspec.json.Decoder(IndexEntry).decode
+
+
+def index_entries(data: bytes) -> dict[str, IndexEntry] | str:
+    """The object entries of a ``sessions.json`` (an entry that is not an object is left
+    out), or the message of why it cannot be read. Each entry is decoded on its own into an
+    ``IndexEntry``, so 10,000 sessions do not become 300,000 Python values at once; a file
+    msgspec refuses is decoded whole as before (``untrusted_json``), so neither the values
+    nor the messages differ."""
+    entries = _entry_by_entry(data)
+    if entries is not None:
+        return entries
+    try:
+        whole = untrusted_json.loads(data)
+    except ValueError as exc:
+        return f"cannot read the session index: {exc}"
+    if not isinstance(whole, dict):
+        return "session index is not a JSON object"
+    return {key: _from_dict(value) for key, value in whole.items() if isinstance(value, dict)}
+
+
+def _entry_by_entry(data: bytes) -> dict[str, IndexEntry] | None:
+    """``index_entries`` of a file whose every entry decodes on its own, else None."""
+    try:
+        raws = _decode_top(data)
+    except (msgspec.MsgspecError, ValueError, RecursionError):
+        return None
+    entries = {}
+    for key, raw in raws.items():
+        try:
+            entry = _decode_entry(raw)
+            if not any(isinstance(getattr(entry, name), (list, dict)) for name in _ENTRY_FIELDS):
+                entries[key] = entry
+                continue
+        except (msgspec.MsgspecError, ValueError, RecursionError):
+            pass
+        try:        # refused, or a container that ``untrusted_json`` clips where deep
+            value = untrusted_json.loads(bytes(raw))
+        except ValueError:
+            return None
+        if isinstance(value, dict):
+            entries[key] = _from_dict(value)
+    return entries
+
+
+def _from_dict(entry: dict) -> IndexEntry:
+    return IndexEntry(**{name: entry[name] for name in _ENTRY_FIELDS if name in entry})
 
 
 class SessionIndexReader:
@@ -55,27 +129,19 @@ class SessionIndexReader:
             return
         try:
             with open_regular_file(self.index_path) as handle:
-                data = untrusted_json.loads(handle.read())
+                entries = index_entries(handle.read())
         except NotRegularFile as exc:
-            out.append(self.error("sessions.json",
-                                  f"cannot read the session index: {exc.strerror}",
-                                  path=self.index_path, shared=True))
+            entries = f"cannot read the session index: {exc.strerror}"
+        except OSError as exc:
+            entries = f"cannot read the session index: {exc}"
+        if isinstance(entries, str):
+            out.append(self.error("sessions.json", entries, path=self.index_path, shared=True))
             return
-        except (OSError, ValueError) as exc:
-            out.append(self.error("sessions.json", f"cannot read the session index: {exc}",
-                                  path=self.index_path, shared=True))
-            return
-        if not isinstance(data, dict):
-            out.append(self.error("sessions.json", "session index is not a JSON object",
-                                  path=self.index_path, shared=True))
-            return
-        entries = {k: v for k, v in data.items() if isinstance(v, dict)}
-        # Kept: what the listing reads later (an entry has some thirty fields; 10,000
-        # sessions' worth is tens of MB).
-        self._index = {k: {"sessionFile": v["sessionFile"]} if "sessionFile" in v else {}
+        # Kept: what the listing reads later.
+        self._index = {k: {} if v.sessionFile is msgspec.UNSET else {"sessionFile": v.sessionFile}
                        for k, v in entries.items()}
         for key, entry in entries.items():
-            if not self.wants_session(entry.get("sessionId")):
+            if not self.wants_session(entry.sessionId):
                 continue
             record = self._session_info(key, entry)
             if record is None:
@@ -85,23 +151,22 @@ class SessionIndexReader:
                 self._announced[key] = version
                 out.append(record)
 
-    def _session_info(self, key: str, entry: dict) -> SessionInfo | None:
-        sid = entry.get("sessionId")
+    def _session_info(self, key: str, entry: IndexEntry) -> SessionInfo | None:
+        sid = entry.sessionId
         if not isinstance(sid, str):
             return None
-
-        def text(name: str) -> str | None:
-            value = entry.get(name)
-            return value if isinstance(value, str) else None
-
         return SessionInfo(
-            key=key, session_id=sid, agent_id=self.agent_id, model=text("model"),
-            provider=text("modelProvider"), status=text("status"), run_id=text("lastRunId"),
-            active_run_id=text("activeWriterRunId"),
-            aborted_last_run=entry.get("abortedLastRun") is True,
-            label=text("label") or text("displayName"),
-            updated_at=parse_timestamp(entry.get("updatedAt")),
-            input_tokens=sane_count(entry.get("inputTokens")),
-            output_tokens=sane_count(entry.get("outputTokens")),
-            total_tokens=sane_count(entry.get("totalTokens")), origin=f"{self.index_path}#{key}",
+            key=key, session_id=sid, agent_id=self.agent_id, model=_text(entry.model),
+            provider=_text(entry.modelProvider), status=_text(entry.status),
+            run_id=_text(entry.lastRunId), active_run_id=_text(entry.activeWriterRunId),
+            aborted_last_run=entry.abortedLastRun is True,
+            label=_text(entry.label) or _text(entry.displayName),
+            updated_at=parse_timestamp(entry.updatedAt),
+            input_tokens=sane_count(entry.inputTokens),
+            output_tokens=sane_count(entry.outputTokens),
+            total_tokens=sane_count(entry.totalTokens), origin=f"{self.index_path}#{key}",
         )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
