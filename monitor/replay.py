@@ -4,7 +4,9 @@ The transcripts are the work. They are split by session (every transcript of a s
 every source, goes to one shard), the shards balanced by size, and each shard is read in a
 worker process by the same ``Monitor`` the live commands use: it folds the session index
 first, as one process would, then its sessions' transcripts, so each session's state is
-exactly what one process makes of it. The main process then reads the gateway log, whose
+exactly what one process makes of it (a worker pickles the detector state of the sessions
+it is not reading, ``DetectionEngine.freeze_idle``, and thaws one exactly when it gets
+another event). The main process then reads the gateway log, whose
 lines name the sessions and runs the shards found, and writes the document.
 
 The document does not depend on how many jobs read it: ``--jobs 1`` is the same path with
@@ -30,6 +32,7 @@ from pathlib import Path
 
 from monitor import replay_cache
 from monitor.events import SessionInfo
+from monitor.heap import give_back_free_memory
 from monitor.pipeline import Monitor, SessionState
 from monitor.replay_tally import UnitTally
 from monitor.sources.base import ERROR_SAMPLES_KEPT, file_identity, sample_order
@@ -248,7 +251,9 @@ def _read_shards(what: ReplayInput, config, engine_factory, shards: list
         return
     jobs = max(1, len(tasks) // SHARDS_PER_JOB)
     # The workers are forked: frozen, the parent's objects are not touched by their
-    # collections, so the pages holding them stay shared.
+    # collections, so the pages holding them stay shared; what the parent freed reading the
+    # index goes back first, so no worker starts with it.
+    give_back_free_memory()
     gc.freeze()
     try:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
@@ -274,6 +279,7 @@ def read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[st
         monitor = Monitor(sources, engine_factory(config), runs_kept=REPLAY_RUNS_KEPT)
         monitor.quiet = True
         tally = UnitTally(sources.sources)
+        freeze_idle = getattr(monitor.engine, "freeze_idle", None)
         for source in sources.sources:
             if hasattr(source, "poll_budget_bytes"):
                 source.poll_budget_bytes = min(source.poll_budget_bytes, SHARD_POLL_BYTES)
@@ -282,6 +288,8 @@ def read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[st
             events = sources.poll()
             tally.add(events)
             monitor.fold(events)
+            if freeze_idle is not None:     # the sessions read so far are mostly done
+                freeze_idle()
             total = sum(s.events + s.errors for s in sources.sources)
             if total == previous and not sources.behind:
                 break

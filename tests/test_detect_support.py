@@ -128,19 +128,27 @@ class Script:
 def replay_fixture(name: str, engine: DetectionEngine | None = None
                    ) -> tuple[DetectionEngine, str, list[Finding]]:
     """Feed a stored OpenClaw transcript through the real transcript parser and the engine."""
-    from monitor.sources.transcript import parse_entry
-
     engine = engine or DetectionEngine(Config())
     findings: list[Finding] = []
+    events = fixture_events(name)
+    for event in events:
+        findings.extend(engine.observe(f"agent:main:{name}", "main", event))
+    return engine, events[0].session_id if events else "", findings
+
+
+def fixture_events(name: str) -> list:
+    """A stored OpenClaw transcript's events, by the real transcript parser."""
+    from monitor.sources.transcript import parse_entry
+
+    events: list = []
     session_id = ""
     with (FIXTURES / name).open() as handle:
         for number, line in enumerate(handle):
             entry = json.loads(line)
             if entry.get("type") == "session":
                 session_id = entry["id"]
-            for event in parse_entry(entry, session_id, f"{name}@{number}"):
-                findings.extend(engine.observe(f"agent:main:{name}", "main", event))
-    return engine, session_id, findings
+            events += parse_entry(entry, session_id, f"{name}@{number}")
+    return events
 
 
 def transcript_calls(name: str) -> list[dict]:

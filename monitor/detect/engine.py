@@ -18,6 +18,7 @@ bucket rises, and again after OpenClaw really vetoed a call (a new block).
 
 from __future__ import annotations
 
+import pickle
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -84,6 +85,9 @@ class DetectionEngine:
         self._sessions: dict[str, SessionState] = {}
         #: Idle sessions reduced to their summary (``hibernate_idle``); woken by an event.
         self._hibernated: dict[str, SessionSummary] = {}
+        #: Sessions set aside whole, pickled (``freeze_idle``); thawed by their next event.
+        self._frozen: dict[str, bytes] = {}
+        self._last_session: str | None = None
         self._key_to_session: dict[str, str] = {}
         self._run_to_session = RunIndex(MAX_RUN_INDEX)
         self._ledger = DailyLedger()
@@ -103,6 +107,7 @@ class DetectionEngine:
         if not settings.detection.enabled:
             return []
         state = self._state(event.session_id, session_key, agent_id, settings)
+        self._last_session = event.session_id
         state.seen = True
         if event.ts is not None:
             state.last_ts = event.ts
@@ -128,22 +133,41 @@ class DetectionEngine:
             state.bloat.reset()
         return []
 
+    def freeze_idle(self) -> None:
+        """Pickle the state of every live session but the one the last event went to.
+
+        A replay reads a session's transcripts one after another, so most sessions are done
+        once the next one starts; their detector state is a few kB pickled, several times
+        that alive. A frozen session that gets another event thaws to exactly the state it
+        had (unlike hibernation, which keeps only totals)."""
+        for session_id in [s for s in self._sessions if s != self._last_session]:
+            self._frozen[session_id] = pickle.dumps(self._sessions.pop(session_id),
+                                                    pickle.HIGHEST_PROTOCOL)
+
+    def _live(self, session_id: str) -> SessionState | None:
+        """The live state of a session, thawed when it was frozen."""
+        state = self._sessions.get(session_id)
+        if state is None and session_id in self._frozen:
+            state = self._sessions[session_id] = pickle.loads(self._frozen.pop(session_id))
+        return state
+
     def streaks(self, session_id: str) -> list[StreakStatus]:
-        state = self._sessions.get(session_id) or self._idle_view(session_id)
+        state = self._live(session_id) or self._idle_view(session_id)
         if state is None:
             return []
         return streak_statuses(state, self.settings_for(state.agent_id))
 
     def pingpong_pairs(self, session_id: str) -> list[PingPongPair]:
-        state = self._sessions.get(session_id)
+        state = self._live(session_id)
         return ping_pong_pairs(state) if state is not None else []
 
     def burn(self, session_id: str) -> BurnStatus:
-        state = self._sessions.get(session_id) or self._idle_view(session_id)
+        state = self._live(session_id) or self._idle_view(session_id)
         settings = self.settings_for(state.agent_id if state else "")
         return burn_status(state, settings)
 
     def forget(self, session_id: str) -> None:
+        self._live(session_id)
         state = self._sessions.pop(session_id, None) or self._hibernated.pop(session_id, None)
         if state is not None and self._key_to_session.get(state.key) == session_id:
             del self._key_to_session[state.key]
@@ -208,7 +232,7 @@ class DetectionEngine:
 
     def _state(self, session_id: str, session_key: str, agent_id: str,
                settings: Settings) -> SessionState:
-        state = self._sessions.get(session_id)
+        state = self._live(session_id)
         if state is None:
             det = settings.detection
             summary = self._hibernated.pop(session_id, None)
@@ -232,7 +256,7 @@ class DetectionEngine:
         """The live state of a session, woken from its summary when it hibernates."""
         if not session_id:
             return None
-        state = self._sessions.get(session_id)
+        state = self._live(session_id)
         summary = None if state is not None else self._hibernated.get(session_id)
         if summary is not None:
             state = self._state(session_id, summary.key, summary.agent_id,
@@ -458,7 +482,8 @@ class DetectionEngine:
         key = session_key or line.session_key or notice.session_key or ""
         if not session_id and key:
             session_id = self._key_to_session.get(key) or (
-                key if key in self._sessions or key in self._hibernated else None)
+                key if key in self._sessions or key in self._frozen or key in self._hibernated
+                else None)
         state = self._awake(session_id)
         settings = self.settings_for(agent_id or (state.agent_id if state else ""))
         det = settings.detection
