@@ -52,7 +52,7 @@ def iso(ts: float | None) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-@dataclass
+@dataclass(slots=True)
 class SessionState:
     """What the monitor knows of one transcript generation (one ``session_id``).
 
