@@ -30,7 +30,7 @@ from monitor.detect.engine import DetectionEngine
 from monitor.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from monitor.pipeline import Monitor
 from monitor.sources.sourceset import SourceSet
-from monitor.sources.transcript import parse_entry
+from monitor.sources.transcript import IGNORED_ENTRY_TYPES, parse_entry, parse_timestamp
 from monitor.sources.transcript_light import CountOnly, counted_events
 
 EVERYTHING_IS_HISTORY = CountOnly(float("inf"), lambda session_id: True)
@@ -153,6 +153,37 @@ def test_an_entry_at_or_after_the_cutoff_and_a_veto_are_read_in_full():
                                "details": {"deniedReason": "tool-loop"}})
     assert counted_events(json.dumps(veto).encode(), "sid", "o",
                           CountOnly(ts + 1, lambda s: True)) is None
+
+
+ignored_entries = st.fixed_dictionaries(
+    {"type": st.sampled_from([*sorted(IGNORED_ENTRY_TYPES), "session", "model_change"]),
+     "timestamp": st.one_of(st.sampled_from(["2026-11-29T13:57:11.540Z", ""]), json_values)},
+    optional={"customType": short_text, "data": json_values, "message": json_values})
+
+
+@settings(max_examples=400, deadline=None)
+@given(ignored_entries)
+def test_entries_the_full_read_ignores_give_nothing_light(entry):
+    """A third of a transcript's lines are ``custom`` marks the full read gives no event
+    for: read light, they give none either, without a full decode."""
+    line = json.dumps(entry).encode()
+    light = counted_events(line, "sid", "t.jsonl@0", EVERYTHING_IS_HISTORY)
+    if light is not None:
+        assert light == [] and full_read(line) == []
+    if entry["type"] in IGNORED_ENTRY_TYPES and entry.get("message") is None \
+            and entry["timestamp"] == "2026-11-29T13:57:11.540Z":
+        assert light == []
+
+
+def test_an_ignored_entry_deep_or_in_the_present_is_read_in_full():
+    mark = {"type": "custom", "timestamp": "2026-11-29T13:57:11.540Z", "customType": "x"}
+    for depth in (65, 5000):
+        deep = json.dumps(mark)[:-1] + ', "data": ' + "[" * depth + "]" * depth + "}"
+        assert counted_events(deep.encode(), "sid", "o", EVERYTHING_IS_HISTORY) is None
+    ts = parse_timestamp(mark["timestamp"])
+    line = json.dumps(mark).encode()
+    assert counted_events(line, "sid", "o", CountOnly(ts, lambda s: True)) is None
+    assert counted_events(line, "sid", "o", CountOnly(ts + 1, lambda s: True)) == []
 
 
 # ------------------------------------------------------------------------ end to end

@@ -5,7 +5,8 @@ entry of a session that is not running they keep counts, tokens, tool names and 
 ``counted_events`` decodes such an entry with typed structs that skip tool arguments,
 results and texts without building them (a third of the cost of decoding it whole), and
 gives the events ``parse_entry`` would give, marked ``counted_only``, with exactly the
-fields counting reads; the rest are left empty (arguments None, result text ""). Anything
+fields counting reads; the rest are left empty (arguments None, result text ""). An entry
+of a type the full read ignores (``custom`` and the like) gives no event, as there. Anything
 else, or anything these structs do not take as typed (another entry type, a veto, a value
 of an unexpected type, JSON the fast decoder refuses), gives None: the caller then reads
 the entry in full, so a line is accepted, refused or reported exactly as it is today.
@@ -18,8 +19,10 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from monitor import untrusted_json
 from monitor.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from monitor.sources.transcript import (
+    IGNORED_ENTRY_TYPES,
     TOOL_CALL_ITEM_TYPES,
     parse_timestamp,
     parse_usage,
@@ -90,6 +93,8 @@ def counted_events(text: str | bytes, session_id: str, origin: str, count_only: 
     except (msgspec.MsgspecError, RecursionError):
         return None
     message = entry.message
+    if message is None and isinstance(entry.type, str) and entry.type in IGNORED_ENTRY_TYPES:
+        return _ignored(text, entry, count_only)
     if entry.type != "message" or message is None:
         return None
     ts = parse_timestamp(message.timestamp) or parse_timestamp(entry.timestamp)
@@ -102,6 +107,17 @@ def counted_events(text: str | bytes, session_id: str, origin: str, count_only: 
         return _tool_result(message, session_id, origin, ts)
     if role == "user":
         return [UserMessage(session_id, _run_id(message), ts, 0, origin, counted_only=True)]
+    return []
+
+
+def _ignored(text: str, entry: _Entry, count_only: CountOnly) -> list | None:
+    """An entry the full read gives no event for (a third of a transcript's lines are
+    ``custom`` cache-TTL marks): none here either, when it is history and shallow enough that
+    the full read would take it as it is."""
+    ts = parse_timestamp(entry.timestamp)
+    if ts is None or ts >= count_only.since \
+            or text.count("[") + text.count("{") > untrusted_json.MAX_DEPTH:
+        return None
     return []
 
 
