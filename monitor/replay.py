@@ -6,8 +6,8 @@ worker process by the same ``Monitor`` the live commands use: it folds the sessi
 first, as one process would, then its sessions' transcripts, so each session's state is
 exactly what one process makes of it (a worker pickles the detector state of the sessions
 it is not reading, ``DetectionEngine.freeze_idle``, and thaws one exactly when it gets
-another event). The main process then reads the gateway log, whose
-lines name the sessions and runs the shards found, and writes the document.
+another event). The main process then reads the gateway log, whose lines name the sessions
+and runs the shards found, and writes the document.
 
 The document does not depend on how many jobs read it: ``--jobs 1`` is the same path with
 one shard, in this process; shards are merged by session id, error samples are kept by place

@@ -45,3 +45,15 @@ def test_frozen_sessions_thaw_to_the_state_they_had():
     assert frozen_findings == plain_findings
     assert {f.level for f in plain_findings} == {"warning", "critical"}
     assert views(freezing, session_ids) == views(plain, session_ids)
+
+
+def test_a_state_pickle_cannot_take_stays_alive():
+    engine = DetectionEngine(Config())
+    events = fixture_events("oc-hammer.jsonl")
+    for event in events[:6]:
+        engine.observe("agent:main:a", "main", event)
+    sid = events[0].session_id
+    engine._sessions[sid].bloat_factor = lambda: None      # no pickle for a lambda
+    engine._last_session = None
+    engine.freeze_idle()
+    assert sid in engine._sessions and sid not in engine._frozen

@@ -141,8 +141,12 @@ class DetectionEngine:
         that alive. A frozen session that gets another event thaws to exactly the state it
         had (unlike hibernation, which keeps only totals)."""
         for session_id in [s for s in self._sessions if s != self._last_session]:
-            self._frozen[session_id] = pickle.dumps(self._sessions.pop(session_id),
-                                                    pickle.HIGHEST_PROTOCOL)
+            try:
+                frozen = pickle.dumps(self._sessions[session_id], pickle.HIGHEST_PROTOCOL)
+            except (pickle.PicklingError, AttributeError, TypeError, ValueError, RecursionError):
+                continue                    # a value pickle cannot take: it stays alive
+            self._frozen[session_id] = frozen
+            del self._sessions[session_id]
 
     def _live(self, session_id: str) -> SessionState | None:
         """The live state of a session, thawed when it was frozen."""
