@@ -57,6 +57,7 @@ from monitor.sources.cli_tools import claude_result, claude_text, openclaw_tool,
 from monitor.sources.jsonl_tree import JsonlTreeSource
 from monitor.sources.regular import open_regular_file
 from monitor.sources.transcript import parse_timestamp, sane_cost, sane_count
+from monitor.sources.transcript import text_or_none as _text
 
 SOURCE = "claude-code"
 AGENT_ID = "claude-code"
@@ -80,10 +81,6 @@ def _shape(name: str) -> str | None:
 
 def session_key(session_id: str) -> str:
     return f"{SOURCE}:{session_id}"
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _safe_id(value: Any) -> str | None:

@@ -56,6 +56,7 @@ from monitor.sources.cli_tools import codex_result, openclaw_tool, parse_argumen
 from monitor.sources.codex_usage import Counts
 from monitor.sources.jsonl_tree import JsonlTreeSource
 from monitor.sources.transcript import parse_timestamp, sane_count
+from monitor.sources.transcript import text_or_none as _text
 
 SOURCE = "codex"
 AGENT_ID = "codex"
@@ -71,10 +72,6 @@ OUTPUT_ITEMS = ("function_call_output", "custom_tool_call_output")
 
 def session_key(session_id: str) -> str:
     return f"{SOURCE}:{session_id}"
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _safe_id(value: Any) -> str | None:

@@ -20,6 +20,7 @@ from monitor import untrusted_json
 from monitor.events import SessionInfo
 from monitor.sources.regular import NotRegularFile, open_regular_file, refusal
 from monitor.sources.transcript import parse_timestamp, sane_count
+from monitor.sources.transcript import text_or_none as _text
 
 
 class IndexEntry(msgspec.Struct):
@@ -166,7 +167,3 @@ class SessionIndexReader:
             output_tokens=sane_count(entry.outputTokens),
             total_tokens=sane_count(entry.totalTokens), origin=f"{self.index_path}#{key}",
         )
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None

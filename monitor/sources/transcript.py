@@ -120,9 +120,13 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def _text_field(record: dict, name: str) -> str | None:
-    value = record.get(name)
+def text_or_none(value: Any) -> str | None:
+    """``value`` when it is text, else None (a field a hostile file may fill with anything)."""
     return value if isinstance(value, str) else None
+
+
+def _text_field(record: dict, name: str) -> str | None:
+    return text_or_none(record.get(name))
 
 
 def run_id_of(message: dict) -> str | None:

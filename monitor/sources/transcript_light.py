@@ -28,6 +28,7 @@ from monitor.sources.transcript import (
     parse_usage,
     run_id_of,
 )
+from monitor.sources.transcript import text_or_none as _text
 
 
 class CountOnly(NamedTuple):
@@ -123,10 +124,6 @@ def _ignored(text: str, entry: _Entry, count_only: CountOnly) -> list | None:
 
 def _run_id(message: _Message) -> str | None:
     return run_id_of({"__openclaw": message.openclaw, "idempotencyKey": message.idempotencyKey})
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _assistant(message: _Message, session_id: str, origin: str, ts: float) -> list:
