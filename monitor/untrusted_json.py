@@ -39,15 +39,17 @@ def loads(text: str | bytes) -> Any:
             value = json.loads(text)
         except RecursionError:
             raise UntrustedJSONError("JSON nested too deeply") from None
-    # A value cannot be deeper than its count of opening brackets (a C-speed count), so
-    # almost every line skips the walk.
-    if isinstance(text, str):
-        opened = text.count("[") + text.count("{")
-    else:
-        opened = text.count(b"[") + text.count(b"{")
-    if opened > MAX_DEPTH:
+    if may_nest_too_deep(text):
         value = clip_depth(value)
     return value
+
+
+def may_nest_too_deep(text: str | bytes) -> bool:
+    """Whether a value in ``text`` could nest past ``MAX_DEPTH``: a value cannot be deeper
+    than its count of opening brackets (a C-speed count), so almost every line says no."""
+    if isinstance(text, str):
+        return text.count("[") + text.count("{") > MAX_DEPTH
+    return text.count(b"[") + text.count(b"{") > MAX_DEPTH
 
 
 def load(handle) -> Any:

@@ -116,8 +116,7 @@ def _ignored(text: str, entry: _Entry, count_only: CountOnly) -> list | None:
     ``custom`` cache-TTL marks): none here either, when it is history and shallow enough that
     the full read would take it as it is."""
     ts = parse_timestamp(entry.timestamp)
-    if ts is None or ts >= count_only.since \
-            or text.count("[") + text.count("{") > untrusted_json.MAX_DEPTH:
+    if ts is None or ts >= count_only.since or untrusted_json.may_nest_too_deep(text):
         return None
     return []
 
