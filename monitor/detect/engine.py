@@ -23,6 +23,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+import zstandard
+
 from monitor.config import Config
 from monitor.detect.beyond import Hit, level_for
 from monitor.detect.budgets import DailyLedger, day_of, tokens_of
@@ -85,8 +87,10 @@ class DetectionEngine:
         self._sessions: dict[str, SessionState] = {}
         #: Idle sessions reduced to their summary (``hibernate_idle``); woken by an event.
         self._hibernated: dict[str, SessionSummary] = {}
-        #: Sessions set aside whole, pickled (``freeze_idle``); thawed by their next event.
+        #: Sessions set aside whole, pickled and compressed (``freeze_idle``); thawed by
+        #: their next event.
         self._frozen: dict[str, bytes] = {}
+        self._packer: tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor] | None = None
         self._last_session: str | None = None
         self._key_to_session: dict[str, str] = {}
         self._run_to_session = RunIndex(MAX_RUN_INDEX)
@@ -138,21 +142,27 @@ class DetectionEngine:
 
         A replay reads a session's transcripts one after another, so most sessions are done
         once the next one starts; their detector state is a few kB pickled, several times
-        that alive. A frozen session that gets another event thaws to exactly the state it
-        had (unlike hibernation, which keeps only totals)."""
+        that alive, and a third of that compressed (its hex digests and repeated keys). A
+        frozen session that gets another event thaws to exactly the state it had (unlike
+        hibernation, which keeps only totals)."""
+        if self._packer is None:
+            self._packer = (zstandard.ZstdCompressor(level=1), zstandard.ZstdDecompressor())
+        compress = self._packer[0].compress
         for session_id in [s for s in self._sessions if s != self._last_session]:
             try:
                 frozen = pickle.dumps(self._sessions[session_id], pickle.HIGHEST_PROTOCOL)
             except (pickle.PicklingError, AttributeError, TypeError, ValueError, RecursionError):
                 continue                    # a value pickle cannot take: it stays alive
-            self._frozen[session_id] = frozen
+            # Copied: the compressor's result keeps the buffer of the worst-case size.
+            self._frozen[session_id] = memoryview(compress(frozen)).tobytes()
             del self._sessions[session_id]
 
     def _live(self, session_id: str) -> SessionState | None:
         """The live state of a session, thawed when it was frozen."""
         state = self._sessions.get(session_id)
         if state is None and session_id in self._frozen:
-            state = self._sessions[session_id] = pickle.loads(self._frozen.pop(session_id))
+            thawed = self._packer[1].decompress(self._frozen.pop(session_id))  # type: ignore[index]
+            state = self._sessions[session_id] = pickle.loads(thawed)
         return state
 
     def streaks(self, session_id: str) -> list[StreakStatus]:
