@@ -2,12 +2,14 @@
 
 The transcripts are the work. They are split by session (every transcript of a session, in
 every source, goes to one shard), the shards balanced by size, and each shard is read in a
-worker process by the same ``Monitor`` the live commands use: it folds the session index
-first, as one process would, then its sessions' transcripts, so each session's state is
-exactly what one process makes of it (a worker pickles the detector state of the sessions
-it is not reading, ``DetectionEngine.freeze_idle``, and thaws one exactly when it gets
-another event). The main process then reads the gateway log, whose lines name the sessions
-and runs the shards found, and writes the document.
+forked worker process, or in the main process, which is one of the jobs, by the same
+``Monitor`` the live commands use: it folds the session index first, as one process would
+(from what the main process read, ``sources.reread``, when nothing changed since), then its
+sessions' transcripts, so each session's state is exactly what one process makes of it (a
+shard pickles the detector state of the sessions it is not reading,
+``DetectionEngine.freeze_idle``, and thaws one exactly when it gets another event). The main
+process then reads the gateway log, whose lines name the sessions and runs the shards found,
+and writes the document.
 
 The document does not depend on how many jobs read it: ``--jobs 1`` is the same path with
 one shard, in this process; shards are merged by session id, error samples are kept by place
@@ -22,11 +24,15 @@ across sessions, in reading order), and a dir too small to be worth a process.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import multiprocessing
 import os
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+import signal
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -37,6 +43,7 @@ from monitor.pipeline import Monitor, SessionState
 from monitor.replay_tally import UnitTally
 from monitor.sources.base import ERROR_SAMPLES_KEPT, file_identity, sample_order
 from monitor.sources.gateway_log import GatewayLogSource
+from monitor.sources.reread import remembered
 from monitor.sources.sourceset import SourceSet, source_id
 
 #: Transcript bytes that make one shard worth a worker process (fork, index, merge).
@@ -49,6 +56,7 @@ SHARDS_PER_JOB = 4
 SHARD_POLL_BYTES = 4 << 20
 #: What of an index record the cache's fingerprint holds: all of it (plain values).
 INDEX_RECORD_FIELDS = tuple(f.name for f in fields(SessionInfo))
+PR_SET_PDEATHSIG = 1
 #: Runs remembered while replaying: all of them (the log is read after every transcript).
 REPLAY_RUNS_KEPT = 1 << 62
 
@@ -123,7 +131,8 @@ def replay(what: ReplayInput, config, engine_factory, jobs: int, *,
                             replay=True, log_stream=what.log_stream,
                             claude_dirs=what.claude_dirs, codex_dirs=what.codex_dirs)
     try:
-        return _replay(what, sources, config, engine_factory, jobs, cache, read_cache)
+        with remembered():          # the shards read the index and listings of the main read
+            return _replay(what, sources, config, engine_factory, jobs, cache, read_cache)
     finally:
         sources.close()
 
@@ -244,22 +253,80 @@ def _plan(weights: dict[str, int], jobs: int) -> list[frozenset[str]]:
 
 
 def _read_shards(what: ReplayInput, config, engine_factory, shards: list
-                 ) -> Iterator[ShardResult]:
+                 ) -> list[ShardResult]:
+    """Each shard's result, in order. This process reads shards as one of the jobs, beside
+    ``jobs - 1`` forked workers: a process that only waited would hold its own copy of the
+    interpreter's pages for nothing."""
     tasks = [(what, config, engine_factory, shard) for shard in shards]
-    if len(tasks) <= 1:
-        yield from (read_shard(*task) for task in tasks)
-        return
-    jobs = max(1, len(tasks) // SHARDS_PER_JOB)
+    helpers = len(tasks) // SHARDS_PER_JOB - 1
+    if helpers < 1:
+        return [read_shard(*task) for task in tasks]
     # The workers are forked: frozen, the parent's objects are not touched by their
     # collections, so the pages holding them stay shared; what the parent freed reading the
     # index goes back first, so no worker starts with it.
     give_back_free_memory()
     gc.freeze()
     try:
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            yield from pool.map(_read_shard_task, tasks)
+        with ProcessPoolExecutor(helpers, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=end_with_parent, initargs=(os.getpid(),)) as pool:
+            return _share(pool, helpers, tasks, _read_shard_task)
     finally:
         gc.unfreeze()
+
+
+def end_with_parent(parent: int) -> None:
+    """A shard worker's start: it gets SIGTERM when the main process ends (Linux's
+    ``PR_SET_PDEATHSIG``, tied to the thread that forked it: the main one), so a replay
+    stopped mid-way leaves no worker reading on."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):       # not Linux
+        return
+    if os.getppid() != parent:              # it ended before that was in place
+        os._exit(0)
+
+
+def _share(pool: ProcessPoolExecutor, helpers: int, tasks: list, work: Callable) -> list:
+    """``[work(task) for task in tasks]``, run by the ``helpers`` workers of ``pool`` and by
+    this process, each taking the next task left when it is done with one: a worker's next
+    task is submitted from its last one's completion, so it never waits for this process to
+    finish a shard."""
+    results: list = [None] * len(tasks)
+    left = deque(range(len(tasks)))
+    submitted: list[tuple[int, Future]] = []
+    lock = threading.Lock()
+
+    def feed_worker(_done: Future | None = None) -> None:
+        with lock:
+            if not left:
+                return
+            at = left.popleft()
+            try:
+                future = pool.submit(work, tasks[at])
+            except RuntimeError:            # the pool broke or closed: this process reads it
+                left.appendleft(at)
+                return
+            submitted.append((at, future))
+        future.add_done_callback(feed_worker)
+
+    for _ in range(helpers):
+        feed_worker()
+    try:
+        while True:
+            with lock:
+                if not left:
+                    break
+                at = left.popleft()
+            results[at] = work(tasks[at])
+    except BaseException:
+        with lock:                          # the replay ends: no more tasks for the workers
+            left.clear()
+        raise
+    with lock:                              # nothing is submitted once ``left`` is empty
+        running = list(submitted)
+    for at, future in running:
+        results[at] = future.result()
+    return results
 
 
 def _read_shard_task(task: tuple) -> ShardResult:
@@ -303,6 +370,7 @@ def read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[st
             else None)
     finally:
         sources.close()
+        give_back_free_memory()     # the next shard starts from the heap this one had
 
 
 def _merge(monitor: Monitor, results: list[ShardResult],

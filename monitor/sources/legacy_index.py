@@ -19,6 +19,7 @@ import msgspec
 from monitor import untrusted_json
 from monitor.events import SessionInfo
 from monitor.sources.regular import NotRegularFile, open_regular_file, refusal
+from monitor.sources.reread import recall
 from monitor.sources.transcript import parse_timestamp, sane_count
 from monitor.sources.transcript import text_or_none as _text
 
@@ -129,8 +130,8 @@ class SessionIndexReader:
                                   shared=True))
             return
         try:
-            with open_regular_file(self.index_path) as handle:
-                entries = index_entries(handle.read())
+            entries = recall(("sessions.json", os.path.abspath(self.index_path), identity),
+                             self._read_entries)
         except NotRegularFile as exc:
             entries = f"cannot read the session index: {exc.strerror}"
         except OSError as exc:
@@ -151,6 +152,10 @@ class SessionIndexReader:
             if self._announced.get(key) != version:
                 self._announced[key] = version
                 out.append(record)
+
+    def _read_entries(self) -> dict[str, IndexEntry] | str:
+        with open_regular_file(self.index_path) as handle:
+            return index_entries(handle.read())
 
     def _session_info(self, key: str, entry: IndexEntry) -> SessionInfo | None:
         sid = entry.sessionId

@@ -15,6 +15,7 @@ import os
 import time
 
 from monitor.sources.base import file_units
+from monitor.sources.reread import recall
 from monitor.sources.tail import FileFollower
 from monitor.sources.transcript_names import (
     is_archive,
@@ -69,6 +70,23 @@ class TranscriptListing:
             return self._listing
         self._raw_names = raw_names
         self._listed_index = key[3]
+        if still_changing:
+            paths = self._every_transcript(raw_names)
+        else:
+            paths = recall(("listing", os.path.abspath(self.path), key, self.include_archives),
+                           lambda: self._every_transcript(raw_names))
+        if self.only_files is not None:
+            paths = [p for p in paths if os.path.abspath(p) in self.only_files]
+        if self.only_sessions is not None:
+            paths = [p for p in paths if self.wants_session(transcript_session_id(p))]
+        self._listing_key = None if still_changing else key
+        self._listed_at = now
+        self._listing = paths
+        return paths
+
+    def _every_transcript(self, raw_names: list[str]) -> list[str]:
+        """The transcripts of ``raw_names`` (the dir's listing) and the index's
+        ``sessionFile``s elsewhere, each once."""
         names = sorted(raw_names)
         base = os.path.normpath(self.path)
         paths = []
@@ -86,13 +104,6 @@ class TranscriptListing:
                 if normal not in seen:
                     seen.add(normal)
                     paths.append(full)
-        if self.only_files is not None:
-            paths = [p for p in paths if os.path.abspath(p) in self.only_files]
-        if self.only_sessions is not None:
-            paths = [p for p in paths if self.wants_session(transcript_session_id(p))]
-        self._listing_key = None if still_changing else key
-        self._listed_at = now
-        self._listing = paths
         return paths
 
     def _follow_new(self, paths: list[str]) -> None:
