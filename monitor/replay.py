@@ -56,6 +56,7 @@ SHARDS_PER_JOB = 4
 SHARD_POLL_BYTES = 4 << 20
 #: What of an index record the cache's fingerprint holds: all of it (plain values).
 INDEX_RECORD_FIELDS = tuple(f.name for f in fields(SessionInfo))
+#: ``prctl`` option (linux/prctl.h): the signal a process gets when its parent ends.
 PR_SET_PDEATHSIG = 1
 #: Runs remembered while replaying: all of them (the log is read after every transcript).
 REPLAY_RUNS_KEPT = 1 << 62
