@@ -9,7 +9,11 @@ headless, and timestamps every snapshot the ingest thread publishes. Reported pe
 - first scan done: the whole history read (the progress indicator gone), and the RSS, the
   process CPU time and the number of snapshots published then (each era runs in a
   process of its own, so one era's memory is not counted in the next);
-- the MB still to read when the active sessions were shown.
+- the MB still to read when the active sessions were shown;
+- the first scan against the read floor of the same dir (``bench_read_floor``: every row
+  read and every blob decompressed, or every transcript read and split into lines), timed
+  in the same process after the board: the machine's speed varies from day to day, and
+  the ratio holds still where the seconds do not.
 
 Goal: active sessions within 2 s. The data comes from ``bench/gen_large_state.py``.
 Usage::
@@ -31,6 +35,9 @@ import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from bench_read_floor import FLOORS  # noqa: E402
 
 GOAL_SECONDS = 2.0
 LIVE_STATES = ("running", "stalled", "looping", "idle")
@@ -97,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.extend(json.loads(out))
             continue
         result = asyncio.run(measure(str(root / era), running, args.scan_limit))
-        rows.append({"era": era, "running_sessions": len(running), **result})
+        rows.append({"era": era, "running_sessions": len(running), **result,
+                     **read_floor(era, root / era)})
     if args.json:
         print(json.dumps(rows))
         return 0
@@ -111,7 +119,19 @@ def main(argv: list[str] | None = None) -> int:
               f"{row.get('scan_done_s')} s, {row.get('sessions_on_board')} sessions, "
               f"RSS {row.get('rss_mb_then')} MB, CPU {row.get('cpu_s_then')} s, "
               f"{row.get('snapshots')} snapshots")
+        if row.get("scan_done_s") is not None:
+            print(f"{'':7} read floor {row['floor_s']} s wall, {row['floor_cpu_s']} s CPU: first "
+                  f"scan / floor {row['scan_done_s'] / row['floor_s']:.1f}x wall, "
+                  f"{row['cpu_s_then'] / row['floor_cpu_s']:.1f}x CPU")
     return 0
+
+
+def read_floor(era: str, state_dir: Path) -> dict:
+    """The read floor of ``state_dir``, timed in this process."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    FLOORS[era](state_dir)
+    return {"floor_s": round(time.perf_counter() - wall, 2),
+            "floor_cpu_s": round(time.process_time() - cpu, 2)}
 
 
 if __name__ == "__main__":
