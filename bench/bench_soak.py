@@ -9,7 +9,9 @@ The monitor runs as its own process, exactly as a user would start it::
 Every ``--sample-seconds`` (default 60) the monitor's RSS, open file descriptors, threads
 and CPU time are sampled. After the warm-up the RSS slope (least squares, MB per hour)
 and the fd range are reported; the monitor's tool-call lines are counted against the
-calls written, to show it kept up. Sessions never end; each session's growing
+calls written, to show it kept up. The writer's disk use stays bounded: each minute the
+database drops rows older than ``--keep-minutes`` and the gateway log is rotated past
+``--rotate-mb``. Sessions never end; each session's growing
 ``openclaw.cache-ttl`` entry is held to its last 48 tool results, as a time-to-live does.
 
     .venv/bin/python bench/bench_soak.py [--minutes 30] [--sessions 1000] [--rate 500]
@@ -70,7 +72,12 @@ def run_writer(args: argparse.Namespace) -> int:
     next_report = started + 1.0
     active = max(1, min(len(sessions), round(len(sessions) * args.active_share)))
     current_shift = 0
+    keep_rows = int(args.rate * 60 * args.keep_minutes)
+    next_trim = started + 60.0
     while not stop.is_set():
+        if time.monotonic() >= next_trim:
+            trim_store(sim, keep_rows, args.rotate_mb)
+            next_trim += 60.0
         shift = int((time.monotonic() - started) / args.shift_seconds) \
             if active < len(sessions) else 0
         if shift != current_shift:
@@ -98,6 +105,16 @@ def run_writer(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         pass
     return 0
+
+
+def trim_store(sim, keep_rows: int, rotate_mb: float) -> None:
+    """Keep the writer's disk use bounded for runs of hours: the database keeps its newest
+    rows (SQLite era) and the gateway log is rotated by rename past ``rotate_mb``."""
+    from monitor.demo.sim.stores import SqliteStore
+    if isinstance(sim.store, SqliteStore):
+        sim.store.writer.prune(keep_rows)
+    if sim.log is not None and sim.log.path.stat().st_size > rotate_mb * 1e6:
+        sim.log.rotate()
 
 
 def pause_shift(sim, sessions, active: int, old: int, new: int) -> None:
@@ -168,7 +185,8 @@ def run_soak(args: argparse.Namespace) -> dict:
     writer = subprocess.Popen(
         [sys.executable, __file__, "--writer", "--dir", str(root), "--era", args.era,
          "--sessions", str(args.sessions), "--rate", str(args.rate), "--seed", str(args.seed),
-         "--active-share", str(args.active_share), "--shift-seconds", str(args.shift_seconds)],
+         "--active-share", str(args.active_share), "--shift-seconds", str(args.shift_seconds),
+         "--keep-minutes", str(args.keep_minutes), "--rotate-mb", str(args.rotate_mb)],
         stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
     writer_lines = LineCounter(writer.stdout)
     writer_lines.start()
@@ -283,6 +301,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="the busy share moves on to the next sessions this often")
     parser.add_argument("--hibernate-after", type=float, default=None,
                         help="history.hibernate_after for the monitor (default: its config)")
+    parser.add_argument("--keep-minutes", type=float, default=10.0,
+                        help="SQLite era: each minute, delete event rows older than this "
+                             "many minutes of writing (the monitor reads them within seconds)")
+    parser.add_argument("--rotate-mb", type=float, default=1000.0,
+                        help="rotate the gateway log by rename past this size")
     parser.add_argument("--results", help="write the figures as JSON here")
     parser.add_argument("--monitor-root", default=str(REPO),
                         help="run `python -m monitor` from this dir (a patched copy)")

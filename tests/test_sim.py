@@ -562,3 +562,37 @@ def test_the_package_imports_no_ui_and_no_readers():
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                             text=True, timeout=60, check=True)
     assert result.stdout.strip() == "[]"
+
+
+# -- long runs: bounded disk --
+
+def test_prune_keeps_the_newest_rows_of_each_event_table(make_sim):
+    sim = make_sim()
+    sim.add_session("hammer")
+    sim.run(calls=40, rate=None)
+    with read_db(sim.path) as conn:
+        before = conn.execute("SELECT rowid, session_id, seq FROM transcript_events "
+                              "ORDER BY rowid").fetchall()
+    deleted = sim.store.writer.prune(keep_rows=10)
+    with read_db(sim.path) as conn:
+        after = conn.execute("SELECT rowid, session_id, seq FROM transcript_events "
+                             "ORDER BY rowid").fetchall()
+    assert after == before[-10:]
+    assert deleted >= len(before) - 10
+    sim.run(calls=5, rate=None)
+    with read_db(sim.path) as conn:
+        newest = conn.execute("SELECT max(rowid), max(seq) FROM transcript_events").fetchone()
+    assert newest[0] > before[-1][0] and newest[1] > before[-1][2]
+
+
+def test_rotate_renames_the_log_and_goes_on_in_a_new_file(make_sim):
+    sim = make_sim(loop_warnings=True)
+    sim.add_session("hammer")
+    sim.run(calls=10, rate=None)
+    written = sim.log.path.read_text()
+    rotated = sim.log.rotate()
+    assert rotated.name == "openclaw.log.1" and rotated.read_text() == written
+    sim.run(calls=10, rate=None)
+    fresh = sim.log.path.read_text()
+    assert fresh and not written.endswith(fresh) and fresh.count("\n") >= 1
+    assert rotated.read_text() == written

@@ -11,6 +11,7 @@ lifecycle lines a monitor parses (ids inside the message text as ``key=value``).
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 from dataclasses import dataclass
@@ -231,6 +232,16 @@ class GatewayLogWriter:
                    f"lane task error: lane=session:{session_key} durationMs={duration_ms} "
                    'error="This operation was aborted"', meta={"errorName": "AbortError"},
                    trace=request)
+
+    def rotate(self) -> Path:
+        """Rename the log to ``<name>.1`` (replacing an older one) and go on in a new file,
+        as logrotate's default does; returns the rotated path."""
+        rotated = self.path.with_name(self.path.name + ".1")
+        with self._lock:
+            self._handle.close()
+            os.replace(self.path, rotated)
+            self._handle = open(self.path, "a", encoding="utf-8")
+        return rotated
 
     def close(self) -> None:
         with self._lock:

@@ -186,6 +186,21 @@ class SqliteAgentWriter:
         if self.autocommit:
             self._conn.commit()
 
+    def prune(self, keep_rows: int) -> int:
+        """Delete all but the newest ``keep_rows`` rows of each event table, as a long-lived
+        store must; the freed pages are reused, so the file stops growing. Returns the rows
+        deleted."""
+        deleted = 0
+        with self._lock:
+            for table in ("transcript_events", "trajectory_runtime_events"):
+                cursor = self._conn.execute(
+                    f"DELETE FROM {table} WHERE rowid <= "
+                    f"(SELECT max(rowid) FROM {table}) - ?", (keep_rows,))
+                deleted += max(0, cursor.rowcount)
+            self._conn.commit()
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return deleted
+
     def commit(self) -> None:
         with self._lock:
             self._conn.commit()
