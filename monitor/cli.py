@@ -19,6 +19,16 @@ from monitor.discovery import (
     require_something,
 )
 from monitor.display import json_dumps, printable
+from monitor.records import (
+    ActionRecord,
+    ErrorRecord,
+    FindingRecord,
+    Record,
+    SessionRecord,
+    ToolCallRecord,
+    redacted,
+    redacted_json,
+)
 from monitor.redaction import redact_record
 
 
@@ -246,33 +256,35 @@ def _source_set(**options):
         raise SetupError(str(exc)) from None
 
 
-def _emit(records: list[dict], as_json: bool, out=sys.stdout) -> None:
+def _emit(records: list[Record], as_json: bool, out=sys.stdout) -> None:
     """The records as lines; every output has its secrets masked."""
-    line = functools.partial(json_dumps, default=str) if as_json else _human_line
-    out.writelines(line(redact_record(record)) + "\n" for record in records)
+    if as_json:
+        out.writelines(json_dumps(redacted_json(record), default=str) + "\n"
+                       for record in records)
+    else:
+        out.writelines(_human_line(redacted(record)) + "\n" for record in records)
     out.flush()
 
 
-def _human_line(record: dict) -> str:
+def _human_line(record: Record) -> str:
     """One record as one line of plain text; data in it made printable (one line, no
     control character reaches the terminal)."""
     return printable(_human_text(record))
 
 
-def _human_text(record: dict) -> str:
-    kind = record["type"]
-    if kind == "finding":
-        return (f"{record['ts']} {record['level'].upper():8} {record['key']} "
-                f"{record['detector']} x{record['count']} (call {record['at_call']}): "
-                f"{record['message']}")
-    if kind == "tool_call":
-        return f"{record['ts']} call     {record['key']} #{record['at_call']} {record['name']}"
-    if kind == "session":
-        return f"{record['ts']} session  {record['key']} {record['status']}"
-    if kind == "action":
-        return f"{record['ts']} ACTION   {record['key']} {record['action']} ok={record['ok']}"
-    return f"{record['ts']} {kind:8} {record.get('path', '')} {record.get('where', '')} " \
-           f"{record.get('message', '')}"
+def _human_text(record: Record) -> str:
+    if isinstance(record, FindingRecord):
+        return (f"{record.ts} {record.level.upper():8} {record.key} {record.detector} "
+                f"x{record.count} (call {record.at_call}): {record.message}")
+    if isinstance(record, ToolCallRecord):
+        return f"{record.ts} call     {record.key} #{record.at_call} {record.name}"
+    if isinstance(record, SessionRecord):
+        return f"{record.ts} session  {record.key} {record.status}"
+    if isinstance(record, ActionRecord):
+        return f"{record.ts} ACTION   {record.key} {record.action} ok={record.ok}"
+    kind = "error" if isinstance(record, ErrorRecord) else "notice"
+    return f"{record.ts} {kind:8} {record.path or ''} {getattr(record, 'where', None) or ''} " \
+           f"{record.message}"
 
 
 # --------------------------------------------------------------------- commands

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from monitor.heap import give_back_free_memory
 from monitor.pipeline import Monitor
+from monitor.records import Record
 from monitor.sources.checkpoint import CheckpointStore
 from monitor.sources.wake import Waker
 
@@ -31,11 +32,11 @@ def install_stop_signals() -> threading.Event:
     return stop
 
 
-def run_live(monitor: Monitor, emit: Callable[[list[dict]], None], *,
+def run_live(monitor: Monitor, emit: Callable[[list[Record]], None], *,
              seconds: float | None = None, poll_seconds: float = 1.0,
              store: CheckpointStore | None = None, catch_up_quietly: bool = True,
              stop: threading.Event | None = None,
-             step: Callable[[], list[dict]] | None = None) -> None:
+             step: Callable[[], list[Record]] | None = None) -> None:
     """Poll, emit and checkpoint until ``seconds`` pass or ``stop`` is set.
 
     ``step`` replaces ``monitor.step`` (``--metrics`` runs each step under its lock).
@@ -51,7 +52,7 @@ def run_live(monitor: Monitor, emit: Callable[[list[dict]], None], *,
     monitor_step = step or monitor.step
     note_changed = getattr(sources, "note_changed", None)
 
-    def step() -> list[dict]:
+    def step() -> list[Record]:
         # The waker's changed paths first: a source looks at those of its idle files now.
         if note_changed is not None:
             note_changed(waker.take_changed())

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from monitor.display import printable
+from monitor.records import ActionRecord, FindingRecord, Record
 from monitor.snapshot import STATES, SnapshotBuilder
 
 LEVEL_VALUE = {"warning": 1, "critical": 2}
@@ -112,7 +113,7 @@ class MetricsHub:
 
     # ------------------------------------------------------------- the loop's side
 
-    def step(self) -> list[dict]:
+    def step(self) -> list[Record]:
         """``monitor.step()`` under the lock; notes which sources produced events."""
         with self.lock:
             records = self.monitor.step()
@@ -125,23 +126,22 @@ class MetricsHub:
             self._polls += 1
         return records
 
-    def observe(self, records: Iterable[dict]) -> None:
+    def observe(self, records: Iterable[Record]) -> None:
         """Count action records and findings made outside the monitor."""
         with self._counts_lock:
             for record in records:
-                kind = record.get("type")
-                if kind == "action":
-                    action = str(record.get("action") or "")
-                    if record.get("dry_run"):
-                        self._dry_run[action] += 1
+                if isinstance(record, ActionRecord):
+                    if record.dry_run:
+                        self._dry_run[record.action] += 1
                     else:
-                        self._actions[(action, "true" if record.get("ok") else "false")] += 1
-                elif kind == "finding" and record.get("detector") == "hung_process":
-                    self._outside_findings[(str(record.get("session_id") or ""),
-                                            "hung_process", str(record.get("level")))] += 1
+                        self._actions[(record.action, "true" if record.ok else "false")] += 1
+                elif isinstance(record, FindingRecord) and record.detector == "hung_process":
+                    self._outside_findings[(record.session_id or "", "hung_process",
+                                            record.level)] += 1
 
-    def wrap_emit(self, emit: Callable[[list[dict]], None]) -> Callable[[list[dict]], None]:
-        def emit_observed(records: list[dict]) -> None:
+    def wrap_emit(self, emit: Callable[[list[Record]], None]
+                  ) -> Callable[[list[Record]], None]:
+        def emit_observed(records: list[Record]) -> None:
             emit(records)
             if records:
                 self.observe(records)

@@ -24,6 +24,14 @@ from monitor.events import (
     ToolCall,
     UserMessage,
 )
+from monitor.records import (
+    ErrorRecord,
+    FindingRecord,
+    NoticeRecord,
+    Record,
+    SessionRecord,
+    ToolCallRecord,
+)
 from monitor.run_index import RunIndex
 from monitor.sources.sourceset import SourceSet
 from monitor.sources.transcript_light import CountOnly
@@ -177,7 +185,7 @@ class Monitor:
 
     # ------------------------------------------------------------------ public
 
-    def step(self) -> list[dict]:
+    def step(self) -> list[Record]:
         """Poll every source once; return the output records it produced."""
         self.polls += 1
         records = self.fold(self.sources.poll())
@@ -196,9 +204,9 @@ class Monitor:
         sessions = self.sessions
         return sweep(now, lambda sid: getattr(sessions.get(sid), "status", None) == "running")
 
-    def fold(self, events: list) -> list[dict]:
+    def fold(self, events: list) -> list[Record]:
         """Fold ``events`` (what a poll of the sources returned); the output records."""
-        records: list[dict] = []
+        records: list[Record] = []
         for event in events:
             self._quiet_event = self.quiet or (self.reported_before is not None
                                                and self.reported_before(event))
@@ -206,10 +214,10 @@ class Monitor:
                 self._fold(event, records)
             except Exception as exc:    # one record the code cannot take loses only itself
                 self.internal_errors += 1
-                records.append({"type": "error", "ts": iso(None), "source": "internal",
-                                "path": getattr(event, "origin", "") or type(event).__name__,
-                                "where": "", "message": f"this record was skipped: "
-                                f"{type(exc).__name__}: {str(exc)[:200]}"})
+                records.append(ErrorRecord(
+                    ts=iso(None), source="internal",
+                    path=getattr(event, "origin", "") or type(event).__name__, where="",
+                    message=f"this record was skipped: {type(exc).__name__}: {str(exc)[:200]}"))
         return records
 
     def report(self) -> dict:
@@ -231,7 +239,7 @@ class Monitor:
             self.sessions[session_id] = state
         return state
 
-    def _fold(self, event, records: list[dict]) -> None:
+    def _fold(self, event, records: list[Record]) -> None:
         if isinstance(event, SessionInfo):
             self._fold_session(event, records)
         elif isinstance(event, (SourceError, SourceNotice)):
@@ -241,7 +249,7 @@ class Monitor:
         else:
             self._fold_transcript(event, records)
 
-    def _fold_session(self, info: SessionInfo, records: list[dict]) -> None:
+    def _fold_session(self, info: SessionInfo, records: list[Record]) -> None:
         state = self._session(info.session_id, info.agent_id)
         before = (state.key, state.status)
         is_current = self.key_to_session.get(info.key) in (None, info.session_id) \
@@ -267,14 +275,12 @@ class Monitor:
         if "#node:" in info.origin or info.key not in self.key_to_session:
             self.key_to_session[info.key] = info.session_id
         if (state.key, state.status) != before:
-            records.append({
-                "type": "session", "ts": iso(info.updated_at), "key": state.key,
-                "session_id": state.session_id, "agent_id": state.agent_id,
-                "status": state.status, "model": state.model, "label": state.label,
-                "aborted_last_run": state.aborted_last_run,
-            })
+            records.append(SessionRecord(
+                ts=iso(info.updated_at), key=state.key, session_id=state.session_id,
+                agent_id=state.agent_id, status=state.status, model=state.model,
+                label=state.label, aborted_last_run=state.aborted_last_run))
 
-    def _fold_transcript(self, event, records: list[dict]) -> None:
+    def _fold_transcript(self, event, records: list[Record]) -> None:
         state = self.sessions.get(event.session_id)
         if state is None:       # no index named it (yet): the agent whose dir it is in
             agent_of = getattr(self.sources, "agent_of", None)
@@ -290,12 +296,10 @@ class Monitor:
             state.tool_calls += 1
             state.tools[event.name] += 1
             if not self._quiet_event:
-                records.append({
-                    "type": "tool_call", "ts": iso(event.ts), "key": state.key,
-                    "session_id": state.session_id, "agent_id": state.agent_id,
-                    "call_id": event.call_id, "name": event.name, "at_call": state.tool_calls,
-                    "run_id": event.run_id,
-                })
+                records.append(ToolCallRecord(
+                    ts=iso(event.ts), key=state.key, session_id=state.session_id,
+                    agent_id=state.agent_id, call_id=event.call_id, name=event.name,
+                    at_call=state.tool_calls, run_id=event.run_id))
         elif isinstance(event, AssistantMessage):
             state.assistant_messages += 1
             state.tokens_input += event.usage.input
@@ -329,7 +333,7 @@ class Monitor:
         return state is None or (state.status != "running" and (
             state.last_ts is None or state.last_ts < self.detect_since))
 
-    def _fold_notice(self, notice: GatewayNotice, records: list[dict]) -> None:
+    def _fold_notice(self, notice: GatewayNotice, records: list[Record]) -> None:
         sid = notice.session_id if notice.session_id in self.sessions else None
         if sid is None and notice.run_id:
             sid = self.run_to_session.get(notice.run_id)
@@ -340,7 +344,7 @@ class Monitor:
             return
         self._detect(self.sessions[sid], notice, records)
 
-    def _fold_unindexed_notice(self, notice: GatewayNotice, records: list[dict]) -> None:
+    def _fold_unindexed_notice(self, notice: GatewayNotice, records: list[Record]) -> None:
         """A line naming a session no index or transcript has shown: what the engine finds
         in it (only OpenClaw's own loop lines count) is raised on the session the line
         names, in a session state known only from the log (``known_from == "log"``), keyed
@@ -357,12 +361,10 @@ class Monitor:
                 self.sessions[sid] = state
                 if not finding.session_id:
                     self._log_only_keys += 1
-                records.append({
-                    "type": "session", "ts": iso(notice.ts), "key": state.key,
-                    "session_id": state.session_id, "agent_id": state.agent_id,
-                    "status": None, "model": None, "label": None, "aborted_last_run": False,
-                    "known_from": "log",
-                })
+                records.append(SessionRecord(
+                    ts=iso(notice.ts), key=state.key, session_id=state.session_id,
+                    agent_id=state.agent_id, status=None, model=None, label=None,
+                    aborted_last_run=False, known_from="log"))
             state.touch(notice.ts)
             self._add_finding(state, finding, records)
 
@@ -379,25 +381,24 @@ class Monitor:
             state.touch(orphan.first_ts)
             state.touch(orphan.last_ts)
 
-    def _detect(self, state: SessionState, event, records: list[dict]) -> None:
+    def _detect(self, state: SessionState, event, records: list[Record]) -> None:
         if self.engine is None:
             return
         for finding in self.engine.observe(state.key or state.session_id, state.agent_id, event):
             self._add_finding(state, finding, records)
 
-    def _add_finding(self, state: SessionState, finding: Finding, records: list[dict]) -> None:
+    def _add_finding(self, state: SessionState, finding: Finding, records: list[Record]
+                     ) -> None:
         state.add_finding(finding)
         self.finding_counts[(state.session_id, finding.detector, finding.level)] += 1
         if not self._quiet_event:
-            records.append({
-                "type": "finding", "ts": iso(finding.ts), "key": state.key,
-                "session_id": state.session_id, **finding.as_json(),
-            })
+            records.append(FindingRecord.of(finding, ts=iso(finding.ts), key=state.key,
+                                            session_id=state.session_id))
 
     @staticmethod
-    def _source_record(event) -> dict:
+    def _source_record(event) -> ErrorRecord | NoticeRecord:
         if isinstance(event, SourceError):
-            return {"type": "error", "ts": iso(None), "source": event.source, "path": event.path,
-                    "where": event.where, "message": event.message}
-        return {"type": "notice", "ts": iso(None), "source": event.source, "path": event.path,
-                "message": event.message}
+            return ErrorRecord(ts=iso(None), source=event.source, path=event.path,
+                               where=event.where, message=event.message)
+        return NoticeRecord(ts=iso(None), source=event.source, path=event.path,
+                            message=event.message)

@@ -25,7 +25,15 @@ from dataclasses import dataclass
 from monitor.detect.findings import LEVEL_RANK, LOOP_DETECTORS, Finding
 from monitor.detect.status import BurnStatus, PingPongPair, StreakStatus
 from monitor.display import printable
-from monitor.redaction import clip, redact_record, redact_text
+from monitor.records import (
+    ActionRecord,
+    ErrorRecord,
+    FindingRecord,
+    NoticeRecord,
+    Record,
+    redacted,
+)
+from monitor.redaction import clip, redact_text
 from monitor.snapshot_feed import (
     LogLine,
     SnapshotFeed,
@@ -42,7 +50,8 @@ CURRENT_CALLS = 12              # a loop finding within this many calls is still
 CURRENT_SECONDS = 300.0         # … as is any finding this recent (relative to the last event)
 ALERTS_KEPT = 1000
 TOP_BURNERS = 3
-ABSORBED = frozenset({"finding", "action", "error", "notice"})  # records the builder folds
+#: The records the builder folds.
+ABSORBED = (FindingRecord, ActionRecord, ErrorRecord, NoticeRecord)
 
 # ------------------------------------------------------------------ the picture
 
@@ -191,30 +200,28 @@ class SnapshotBuilder:
 
     # ------------------------------------------------------------- folding
 
-    def absorb(self, records: Iterable[dict]) -> list[AlertEntry]:
+    def absorb(self, records: Iterable[Record]) -> list[AlertEntry]:
         """Fold one step's output records; return the alerts they added."""
         added = []
         for record in records:
-            if record.get("type") not in ABSORBED:
+            if not isinstance(record, ABSORBED):
                 continue                    # session and tool_call records: nothing to show
-            record = redact_record(record)  # the alerts pane and status line: secrets masked
-            kind = record.get("type")
-            if kind == "finding":
-                added.append(self._alert("finding", record["level"], record.get("key") or "",
-                                         record.get("session_id") or "", record["detector"],
-                                         record.get("count") or 0, record.get("tool"),
-                                         record.get("message") or "", None))
-            elif kind == "action":
-                added.append(self._alert("action", "action", record.get("key") or "", "",
-                                         record.get("action") or "action", 0, None,
-                                         f"{'ok' if record.get('ok') else 'FAILED'}: "
-                                         f"{record.get('detail') or ''}", None))
-            elif kind == "error":
-                count, _ = self._errors.get(record.get("path") or "", (0, ""))
-                self._errors[record.get("path") or ""] = (
-                    count + 1, f"{record.get('where') or ''} {record.get('message') or ''}")
-            elif kind == "notice":
-                self._notices[record.get("path") or ""] = record.get("message") or ""
+            record = redacted(record)       # the alerts pane and status line: secrets masked
+            if isinstance(record, FindingRecord):
+                added.append(self._alert("finding", record.level, record.key or "",
+                                         record.session_id or "", record.detector,
+                                         record.count, record.tool, record.message, None))
+            elif isinstance(record, ActionRecord):
+                added.append(self._alert("action", "action", record.key, "",
+                                         record.action or "action", 0, None,
+                                         f"{'ok' if record.ok else 'FAILED'}: {record.detail}",
+                                         None))
+            elif isinstance(record, ErrorRecord):
+                path = record.path or ""
+                count, _ = self._errors.get(path, (0, ""))
+                self._errors[path] = (count + 1, f"{record.where or ''} {record.message}")
+            else:
+                self._notices[record.path or ""] = record.message
         return added
 
     def _alert(self, kind, level, key, session_id, detector, count, tool, message, ts,

@@ -14,6 +14,7 @@ from monitor.act.loop import ActionLoop
 from monitor.act.policy import ActionPolicy, choose_action
 from monitor.config import load_config
 from monitor.config.sections import ActionsConfig
+from monitor.records import ActionRecord, FindingRecord, Record, as_json
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -58,10 +59,10 @@ class Clock:
         return self.now
 
 
-def finding(key="agent:main:loop", detector="generic_repeat", level="critical", **extra):
-    return {"type": "finding", "ts": "2026-01-01T00:00:00.000Z", "key": key,
-            "session_id": f"sid-{key}", "detector": detector, "level": level, "count": 20,
-            "tool": "exec", "at_call": 21, "message": f"{detector} {level}", **extra}
+def finding(key="agent:main:loop", detector="generic_repeat", level="critical"):
+    return FindingRecord(ts="2026-01-01T00:00:00.000Z", key=key, session_id=f"sid-{key}",
+                         detector=detector, level=level, count=20, tool="exec", at_call=21,
+                         message=f"{detector} {level}")
 
 
 @pytest.fixture
@@ -89,9 +90,10 @@ def audit_events(tmp_path) -> list[dict]:
 
 
 def settle(policy: ActionPolicy, records=()) -> list[dict]:
+    """The action records the policy gives for ``records``, as their output lines' JSON."""
     out = policy.handle(list(records))
     assert policy.wait_idle(5)
-    return out + policy.drain()
+    return [as_json(record) for record in out + policy.drain()]
 
 
 def test_mode_off_does_nothing(make_policy, tmp_path):
@@ -196,7 +198,7 @@ def test_handle_never_waits_for_the_controller(make_policy):
     assert time.monotonic() - started < 0.2
     gate.set()
     assert policy.wait_idle(5)
-    assert [r["ok"] for r in policy.drain()] == [True]
+    assert [r.ok for r in policy.drain()] == [True]
 
 
 def test_a_failing_controller_gives_a_failed_record_and_an_error_line(make_policy, tmp_path):
@@ -205,7 +207,7 @@ def test_a_failing_controller_gives_a_failed_record_and_an_error_line(make_polic
     loop = ActionLoop(policy)
     loop.process([finding()])
     assert policy.wait_idle(5)
-    records = loop.process([])
+    records = [as_json(record) for record in loop.process([])]
     action = next(r for r in records if r["type"] == "action")
     assert action["ok"] is False and "internal error" in action["detail"]
     error = next(r for r in records if r["type"] == "error")
@@ -218,8 +220,8 @@ def test_a_failing_controller_gives_a_failed_record_and_an_error_line(make_polic
 
 def test_wrap_emit_emits_the_step_then_what_it_added(make_policy):
     policy = make_policy("actions: {mode: dry-run, on_critical: stop}")
-    batches: list[list[dict]] = []
+    batches: list[list[Record]] = []
     emit = ActionLoop(policy).wrap_emit(batches.append)
     emit([finding()])
-    assert [r["type"] for r in batches[0]] == ["finding"]
-    assert [r["type"] for r in batches[1]] == ["action"]
+    assert [type(r) for r in batches[0]] == [FindingRecord]
+    assert [type(r) for r in batches[1]] == [ActionRecord]

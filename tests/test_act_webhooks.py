@@ -9,20 +9,23 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from msgspec.structs import replace
 
 from monitor.act.webhooks import WebhookNotifier, render
 from monitor.config.sections import WebhookConfig
+from monitor.records import ActionRecord, FindingRecord, as_json
 
 pytestmark = pytest.mark.timeout(60)
 
-CRITICAL = {"type": "finding", "ts": "2026-01-01T00:00:00.000Z", "key": "agent:main:loop",
-            "session_id": "s-1", "detector": "generic_repeat", "level": "critical",
-            "count": 20, "tool": "exec", "at_call": 21,
-            "message": 'CRITICAL: Called exec "ls" 20 times'}
-WARNING = {**CRITICAL, "level": "warning", "count": 10}
-ACTION = {"type": "action", "ts": "2026-01-01T00:00:01.000Z", "key": "agent:main:loop",
-          "action": "abort", "trigger": "generic_repeat", "ok": True,
-          "detail": "aborted run r-1 via chat.abort in 40 ms", "pids": []}
+CRITICAL = FindingRecord(ts="2026-01-01T00:00:00.000Z", key="agent:main:loop",
+                         session_id="s-1", detector="generic_repeat", level="critical",
+                         count=20, tool="exec", at_call=21,
+                         message='CRITICAL: Called exec "ls" 20 times')
+WARNING = replace(CRITICAL, level="warning", count=10)
+ACTION = ActionRecord(ts="2026-01-01T00:00:01.000Z", key="agent:main:loop", action="abort",
+                      trigger="generic_repeat", ok=True,
+                      detail="aborted run r-1 via chat.abort in 40 ms", pids=[],
+                      session_id="s-1", level="critical")
 
 
 class Receiver:
@@ -87,7 +90,7 @@ def test_generic_json_payload_is_the_record(receiver):
     ((path, headers, body),) = server.requests
     assert path == "/hook/SECRET-PART"
     assert headers["Content-Type"] == "application/json"
-    assert json.loads(body) == {"source": "clawwatch", **CRITICAL}
+    assert json.loads(body) == {"source": "clawwatch", **as_json(CRITICAL)}
     assert notifier.delivered == 1 and notifier.failed == 0
 
 
@@ -158,18 +161,18 @@ def test_ntfy_and_slack_templates(receiver):
     assert notifier.flush(10)
     notifier.close()
     (_, headers, body), = ntfy.requests
-    assert body.decode() == CRITICAL["message"]
+    assert body.decode() == CRITICAL.message
     assert headers["Title"] == "clawwatch critical: generic_repeat on agent:main:loop"
     assert headers["Priority"] == "urgent" and headers["Content-Type"].startswith("text/plain")
     (_, headers, body), = slack.requests
     assert json.loads(body) == {"text": "*clawwatch critical: generic_repeat on "
-                                        "agent:main:loop*\n" + CRITICAL["message"]}
+                                        "agent:main:loop*\n" + CRITICAL.message}
 
 
 def test_custom_templates_substitute_fields_and_escape_json():
     body, headers = render('{"title": "{detector} x{count}", "msg": "{message}"}', CRITICAL)
     assert headers["Content-Type"] == "application/json"
-    assert json.loads(body) == {"title": "generic_repeat x20", "msg": CRITICAL["message"]}
+    assert json.loads(body) == {"title": "generic_repeat x20", "msg": CRITICAL.message}
     body, headers = render("{level}: {key} {action}", ACTION)
     assert body.decode() == "action: agent:main:loop abort"
     assert headers["Content-Type"].startswith("text/plain")
@@ -206,8 +209,8 @@ def test_a_non_ascii_session_key_is_delivered_and_the_next_one_too(receiver):
     UnicodeEncodeError in the worker thread, which died (no delivery ever after)."""
     server = receiver()
     notifier = notifier_for(WebhookConfig(url=server.url, template="ntfy"))
-    notifier.notify({**CRITICAL, "key": "agent:main:café"})
-    notifier.notify({**CRITICAL, "key": "agent:main:plain"})
+    notifier.notify(replace(CRITICAL, key="agent:main:café"))
+    notifier.notify(replace(CRITICAL, key="agent:main:plain"))
     assert notifier.flush(10)
     notifier.close()
     assert (notifier.delivered, notifier.failed) == (2, 0)
@@ -219,6 +222,17 @@ def test_a_non_ascii_session_key_is_delivered_and_the_next_one_too(receiver):
     assert titles[0].isascii()
 
 
+def test_a_lone_surrogate_in_a_finding_is_sent_escaped_by_every_template():
+    """JSON can carry a lone surrogate (``"\\udc80"``) into a session key or a message;
+    UTF-8 cannot encode it, and the ntfy body, its Title and plain templates used to raise."""
+    record = replace(CRITICAL, key="agent:main:odd\udc80", message="stuck \udc80 here")
+    for template in (None, "ntfy", "slack", "{level}: {message}", '{"m": "{message}"}'):
+        body, headers = render(template, record)
+        assert b"udc80" in body, template
+        assert all(value.isascii() for value in headers.values())
+    assert render("ntfy", record)[0] == b"stuck \\udc80 here"
+
+
 def test_any_delivery_failure_is_reported_audited_and_the_worker_carries_on(receiver,
                                                                            tmp_path):
     from monitor.act.audit import AuditLog
@@ -226,8 +240,8 @@ def test_any_delivery_failure_is_reported_audited_and_the_worker_carries_on(rece
     server = receiver()
     audit = AuditLog(str(tmp_path / "audit.jsonl"))
     notifier = notifier_for(WebhookConfig(url=server.url), audit=audit)
-    notifier.notify({**CRITICAL, "key": "agent:main:broken", ("not", "json"): 1})
-    notifier.notify({**CRITICAL, "key": "agent:main:fine"})
+    notifier.notify(replace(CRITICAL, key="agent:main:broken", message=object()))
+    notifier.notify(replace(CRITICAL, key="agent:main:fine"))
     assert notifier.flush(10)
     notifier.close()
     assert (notifier.delivered, notifier.failed) == (1, 1)
@@ -244,8 +258,8 @@ def test_webhook_bodies_are_redacted(receiver):
     server = receiver()
     notifier = notifier_for(WebhookConfig(url=server.url, template="slack"),
                             WebhookConfig(url=server.url))
-    notifier.notify({**CRITICAL, "message": "curl -u admin:Hunter2Hunter2 -H "
-                                            "'Authorization: Bearer abcdefghijklmnop1234'"})
+    notifier.notify(replace(CRITICAL, message="curl -u admin:Hunter2Hunter2 -H "
+                                              "'Authorization: Bearer abcdefghijklmnop1234'"))
     assert notifier.flush(10)
     notifier.close()
     bodies = b"".join(body for _, _, body in server.requests).decode()

@@ -618,6 +618,7 @@ def test_a_record_the_pipeline_cannot_fold_is_reported_and_the_rest_flow(
     from monitor.config import load_config
     from monitor.detect.engine import DetectionEngine
     from monitor.pipeline import Monitor
+    from monitor.records import as_json_list
 
     transcript = tmp_path / "s1.jsonl"
     transcript.write_bytes(b"".join(call_line(f"c{n}") for n in range(1, 4)))
@@ -631,7 +632,7 @@ def test_a_record_the_pipeline_cannot_fold_is_reported_and_the_rest_flow(
 
     monkeypatch.setattr(engine, "observe", observe_or_fail)
     monitor = Monitor(SourceSet(paths=(str(transcript),), replay=True), engine)
-    records = monitor.step() + monitor.step()
+    records = as_json_list(monitor.step() + monitor.step())
     errors = [r for r in records if r["type"] == "error" and r["source"] == "internal"]
     assert len(errors) == 1 and "RecursionError" in errors[0]["message"]
     assert str(transcript) in errors[0]["path"]

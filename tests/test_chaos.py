@@ -36,6 +36,7 @@ import pytest
 
 from monitor.events import GatewayNotice, SourceError, ToolCall
 from monitor.pipeline import Monitor
+from monitor.records import as_json_list
 from monitor.sources.checkpoint import CheckpointStore
 from monitor.sources.sourceset import SourceSet
 from monitor.sources.tail import FileFollower
@@ -158,7 +159,7 @@ class InProcessMonitor:
 
     def step(self) -> None:
         assert self.monitor is not None
-        for record in self.monitor.step():
+        for record in as_json_list(self.monitor.step()):
             if record["type"] == "tool_call":
                 self.records.add_call_id(record["call_id"])
 

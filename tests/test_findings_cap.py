@@ -20,6 +20,7 @@ from monitor.demo.sim.session import FakeClock
 from monitor.demo.sim.simulator import Simulator
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor
+from monitor.records import as_json_list
 from monitor.snapshot import SnapshotBuilder
 from monitor.sources.sourceset import SourceSet
 
@@ -44,7 +45,7 @@ def replayed(tmp_path, *, quiet: bool) -> tuple[Monitor, list[dict]]:
     monitor.quiet = quiet
     records: list[dict] = []
     while True:
-        step = monitor.step()
+        step = as_json_list(monitor.step())
         records += step
         if not step and not monitor.sources.behind:
             break
@@ -105,7 +106,7 @@ def test_dashboard_row_changes_when_a_finding_arrives_at_the_cap(hammer, monkeyp
     monitor.quiet = False
     emitted: list[dict] = []
     for _ in range(20):  # polls until the appended line is read (a few at most)
-        step = monitor.step()
+        step = as_json_list(monitor.step())
         builder.absorb(step)
         emitted += [r for r in step if r["type"] == "finding"]
         if emitted:

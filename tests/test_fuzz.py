@@ -34,6 +34,7 @@ from monitor.demo.sim.sqlite_writer import SCHEMA_PATH
 from monitor.detect.engine import DetectionEngine
 from monitor.events import SourceError
 from monitor.pipeline import Monitor
+from monitor.records import as_json_list
 from monitor.sources.log_line_forms import MalformedLogLine, parse_log_line
 from monitor.sources.sourceset import SourceSet
 from monitor.sources.sqlite_agent import SqliteAgentSource
@@ -221,7 +222,7 @@ log_lines = st.one_of(log_records.map(_dumps), log_records.map(_dumps),
 def run_pipeline(sources: SourceSet) -> tuple[Monitor, list[dict]]:
     """Replay through the real pipeline with every detector, as ``clawwatch replay`` does."""
     monitor = Monitor(sources, DetectionEngine(Config()))
-    records = monitor.step() + monitor.step()
+    records = as_json_list(monitor.step() + monitor.step())
     document = monitor.report()
     json.dumps(document, allow_nan=False)
     return monitor, records

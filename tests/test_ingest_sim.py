@@ -11,6 +11,7 @@ import pytest
 
 from monitor.demo.sim.simulator import Simulator
 from monitor.pipeline import Monitor
+from monitor.records import as_json_list
 from monitor.sources.sourceset import SourceSet
 
 ALL_SCENARIOS = ("hammer", "pingpong", "poll", "unknown_tool", "rotation", "drift", "heavy",
@@ -75,11 +76,11 @@ def test_live_ingest_sees_every_call_once_while_the_simulator_writes(tmp_path, e
     writer = threading.Thread(target=sim.run, kwargs={"calls": 160, "rate": 400})
     writer.start()
     while writer.is_alive():
-        seen += [(r["session_id"], r["call_id"]) for r in monitor.step()
+        seen += [(r["session_id"], r["call_id"]) for r in as_json_list(monitor.step())
                  if r["type"] == "tool_call"]
     writer.join()
     for _ in range(3):
-        seen += [(r["session_id"], r["call_id"]) for r in monitor.step()
+        seen += [(r["session_id"], r["call_id"]) for r in as_json_list(monitor.step())
                  if r["type"] == "tool_call"]
     expected = sim.expected()
     sim.close()
@@ -97,13 +98,13 @@ def test_reset_archive_is_drained_and_not_read_twice(tmp_path, archives):
     sim.add_session("hammer", key="agent:main:h")
     monitor = Monitor(SourceSet(state_dir=str(state), include_archives=archives))
     sim.run(calls=5, rate=0)
-    first = [r for r in monitor.step() if r["type"] == "tool_call"]
+    first = [r for r in as_json_list(monitor.step()) if r["type"] == "tool_call"]
     sim.run(calls=3, rate=0)
     sim.reset_session("agent:main:h")
     sim.run(calls=4, rate=0)
-    later = [r for r in monitor.step() if r["type"] == "tool_call"]
+    later = [r for r in as_json_list(monitor.step()) if r["type"] == "tool_call"]
     for _ in range(3):
-        later += [r for r in monitor.step() if r["type"] == "tool_call"]
+        later += [r for r in as_json_list(monitor.step()) if r["type"] == "tool_call"]
     expected = sim.expected()
     sim.close()
     assert len(first) + len(later) == sum(s["tool_calls"] for s in expected) == 12

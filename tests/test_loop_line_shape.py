@@ -15,6 +15,7 @@ import json
 from monitor.config import Config
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor
+from monitor.records import as_json_list
 from monitor.sources.log_line_forms import parse_log_line
 from monitor.sources.sourceset import SourceSet
 
@@ -113,7 +114,7 @@ def test_a_forged_line_in_a_real_log_raises_no_finding_for_the_victim(tmp_path):
                       DetectionEngine(Config()))
     records = []
     for _ in range(5):
-        records += monitor.step()
+        records += as_json_list(monitor.step())
     assert any(r["type"] == "tool_call" and r["key"] == VICTIM for r in records)
     assert [r for r in records if r["type"] == "finding"] == []
 
@@ -148,6 +149,6 @@ def test_a_tool_name_or_later_text_cannot_attribute_a_loop_line_to_another_sessi
                       DetectionEngine(Config()))
     records = []
     for _ in range(3):
-        records += monitor.step()
+        records += as_json_list(monitor.step())
     findings = [(r["key"], r["level"]) for r in records if r["type"] == "finding"]
     assert findings and {key for key, _ in findings} == {"agent:main:attacker"}, findings

@@ -29,6 +29,7 @@ from monitor.detect.engine import DetectionEngine
 from monitor.metrics import LABEL_CHARS, OTHER, MetricsHub
 from monitor.metrics_server import MetricsListenError, MetricsServer, parse_listen
 from monitor.pipeline import Monitor
+from monitor.records import ActionRecord, FindingRecord
 from monitor.sources.sourceset import SourceSet
 from tests.hostile import HOSTILE_STRINGS, PAYLOAD, raw_controls
 
@@ -178,13 +179,16 @@ def test_a_new_step_shows_in_the_next_scrape(served):
 
 def test_actions_are_counted_from_the_loop_records(served):
     _, hub, server = served
+    def action(name: str, ok: bool, dry_run: bool = False) -> ActionRecord:
+        return ActionRecord(ts=None, key="k", action=name, trigger=None, ok=ok, detail="",
+                            pids=[], session_id=None, level=None, dry_run=dry_run)
+
     hub.observe([
-        {"type": "action", "key": "k", "action": "abort", "ok": True},
-        {"type": "action", "key": "k", "action": "abort", "ok": True},
-        {"type": "action", "key": "k", "action": "kill", "ok": False},
-        {"type": "action", "key": "k", "action": "kill", "ok": True, "dry_run": True},
-        {"type": "finding", "key": KEYS["poll"], "detector": "hung_process",
-         "level": "critical", "session_id": sim_id(hub, KEYS["poll"])},
+        action("abort", True), action("abort", True), action("kill", False),
+        action("kill", True, dry_run=True),
+        FindingRecord(ts=None, key=KEYS["poll"], session_id=sim_id(hub, KEYS["poll"]),
+                      detector="hung_process", level="critical", count=1, tool=None,
+                      at_call=0, message=""),
     ])
     got = samples(scrape(server))
     actions = {(labels["action"], labels["ok"]): value

@@ -34,6 +34,7 @@ from monitor.demo.sim.simulator import Simulator
 from monitor.demo.sim.transcript import exec_details
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor
+from monitor.records import as_json_list
 from monitor.sources.sourceset import SourceSet
 
 pytestmark = pytest.mark.timeout(180)
@@ -143,11 +144,11 @@ def watch_auto(tmp_path: Path, state_dir: Path, config_yaml: str | None
         idle = 0
         while idle < 3:
             step = monitor.step()
-            records += step
-            records += loop.process(step)
+            records += as_json_list(step)
+            records += as_json_list(loop.process(step))
             idle = 0 if step or sources.behind else idle + 1
         assert policy.wait_idle(10)
-        records += loop.close(5)
+        records += as_json_list(loop.close(5))
     finally:
         sources.close()
     return records, controller

@@ -29,6 +29,7 @@ from monitor import untrusted_json
 from monitor.detect.engine import DetectionEngine
 from monitor.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from monitor.pipeline import Monitor
+from monitor.records import as_json_list
 from monitor.sources.sourceset import SourceSet
 from monitor.sources.transcript import IGNORED_ENTRY_TYPES, parse_entry, parse_timestamp
 from monitor.sources.transcript_light import CountOnly, counted_events
@@ -208,7 +209,7 @@ def _fold(state_dir, detect_since: float, light: bool) -> tuple[dict, list, int]
     records: list[dict] = []
     previous = -1
     while True:
-        records += monitor.step()
+        records += as_json_list(monitor.step())
         total = sum(s.events + s.errors for s in sources.sources)
         if total == previous and not sources.behind:
             break

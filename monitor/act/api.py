@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from monitor.records import ActionRecord
+
 ActionKind = Literal["abort", "stop-text", "cli", "kill"]
 
 
@@ -52,6 +54,13 @@ class ActionResult:
         if self.ambiguous:
             record["ambiguous"] = [info.as_record() for info in self.ambiguous]
         return record
+
+    def to_record(self, ts: str | None) -> ActionRecord:
+        """The output record of an action taken by hand (no finding triggered it)."""
+        return ActionRecord(ts=ts, key=self.session_key, action=self.action,
+                            trigger=self.trigger, ok=self.ok, detail=self.detail,
+                            pids=list(self.pids), session_id=None, level=None,
+                            ambiguous=[info.as_record() for info in self.ambiguous] or None)
 
 
 class ActionController(Protocol):

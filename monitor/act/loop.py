@@ -22,6 +22,7 @@ from monitor.act.controller import GatewayActionController
 from monitor.act.hung import HungProcessWatcher
 from monitor.act.policy import ActionPolicy
 from monitor.act.webhooks import WebhookNotifier
+from monitor.records import ActionRecord, ErrorRecord, FindingRecord, Record
 
 
 class ActionLoop:
@@ -32,8 +33,8 @@ class ActionLoop:
         self.notifier = notifier
         self._listen_error: str | None = None
 
-    def process(self, records: list[dict]) -> list[dict]:
-        extra: list[dict] = []
+    def process(self, records: list[Record]) -> list[Record]:
+        extra: list[Record] = []
         if self.watcher is not None and self.watcher.due():
             try:
                 findings = self.watcher.scan()
@@ -41,13 +42,13 @@ class ActionLoop:
                 findings = []
                 extra.append(_error("processes", f"process scan failed: {exc}"))
             for finding in findings:
-                extra.append({"type": "finding", "ts": now_iso(), "key": finding.session_key,
-                              "session_id": finding.session_id, **finding.as_json()})
+                extra.append(FindingRecord.of(finding, ts=now_iso(), key=finding.session_key,
+                                              session_id=finding.session_id))
         acted = self.policy.handle(records + extra)
         extra += acted
-        extra += [_error("processes" if is_cli_key(str(record.get("key"))) else "gateway",
-                         f"{record['action']} {record['key']}: {record['detail']}")
-                  for record in acted if not record.get("ok") and not record.get("dry_run")]
+        extra += [_error("processes" if is_cli_key(record.key) else "gateway",
+                         f"{record.action} {record.key}: {record.detail}")
+                  for record in acted if not record.ok and not record.dry_run]
         if self.notifier is not None:
             extra += [_error("webhook", message) for message in self.notifier.drain_errors()]
         listen_error = getattr(self.policy.controller, "listen_error", None)
@@ -59,16 +60,17 @@ class ActionLoop:
             self.policy.audit.last_error = None
         return extra
 
-    def wrap_emit(self, emit: Callable[[list[dict]], None]) -> Callable[[list[dict]], None]:
+    def wrap_emit(self, emit: Callable[[list[Record]], None]
+                  ) -> Callable[[list[Record]], None]:
         """``emit`` that also emits what ``process`` adds to each batch."""
-        def emit_with_actions(records: list[dict]) -> None:
+        def emit_with_actions(records: list[Record]) -> None:
             emit(records)
             extra = self.process(records)
             if extra:
                 emit(extra)
         return emit_with_actions
 
-    def close(self, timeout: float = 10.0) -> list[dict]:
+    def close(self, timeout: float = 10.0) -> list[ActionRecord]:
         """Finish running actions and queued webhooks (bounded); returns the last records."""
         self.policy.close(timeout)
         last = self.policy.drain()
@@ -78,8 +80,8 @@ class ActionLoop:
         return last
 
 
-def _error(source: str, message: str) -> dict:
-    return {"type": "error", "ts": now_iso(), "source": source, "message": message}
+def _error(source: str, message: str) -> ErrorRecord:
+    return ErrorRecord(ts=now_iso(), source=source, message=message)
 
 
 def build_action_loop(monitor, discovered, config, *, mode: str | None = None,
@@ -121,7 +123,7 @@ def dashboard_action_hooks(gateway_controller, discovered, config, *, mode: str 
     gateway_controller = routed(gateway_controller, config, discovered=discovered)
     state: dict = {}
 
-    def after_step(monitor, records: list[dict]) -> list[dict]:
+    def after_step(monitor, records: list[Record]) -> list[Record]:
         if "loop" not in state:
             state["loop"] = build_action_loop(monitor, discovered, config, mode=mode,
                                               gateway_url=gateway_url,

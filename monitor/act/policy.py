@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from monitor.act.audit import AuditLog, now_iso
 from monitor.act.hung import agent_of
 from monitor.detect.findings import BUDGET_DETECTORS, LOOP_DETECTORS
+from monitor.records import ActionRecord, FindingRecord, Record
 
 LEVELS = ("warning", "critical")
 
@@ -73,9 +74,9 @@ def choose_action(actions, detector: str, level: str) -> str | None:
     return actions.on_critical
 
 
-def _finding_summary(record: dict) -> dict:
-    return {name: record.get(name) for name in ("detector", "level", "count", "tool",
-                                                "at_call", "message", "session_id")}
+def _finding_summary(record: FindingRecord) -> dict:
+    return {name: getattr(record, name) for name in ("detector", "level", "count", "tool",
+                                                     "at_call", "message", "session_id")}
 
 
 class ActionPolicy:
@@ -83,7 +84,7 @@ class ActionPolicy:
 
     def __init__(self, config, controller, *, audit: AuditLog | None = None, notifier=None,
                  mode: str | None = None, clock: Callable[[], float] = time.monotonic,
-                 on_result: Callable[[dict], None] | None = None) -> None:
+                 on_result: Callable[[ActionRecord], None] | None = None) -> None:
         self.config = config
         self.controller = controller
         self.audit = audit or AuditLog(config.actions.audit_log)
@@ -93,7 +94,7 @@ class ActionPolicy:
         self.on_result = on_result
         self._last_action: dict[str, float] = {}
         self._hour: deque[float] = deque()
-        self._done: list[dict] = []
+        self._done: list[ActionRecord] = []
         self._lock = threading.Lock()
         self._jobs: queue.Queue = queue.Queue()
         self._busy = 0
@@ -109,15 +110,15 @@ class ActionPolicy:
             return "off" if explicit is False else str(explicit)
         return self.mode_override or self.config.actions.mode
 
-    def decide(self, record: dict) -> Decision | None:
-        if record.get("type") != "finding" or record.get("level") not in LEVELS:
+    def decide(self, record: Record) -> Decision | None:
+        if not isinstance(record, FindingRecord) or record.level not in LEVELS:
             return None
-        agent_id = agent_of(str(record.get("key") or ""))
+        agent_id = agent_of(record.key or "")
         mode = self.mode_for(agent_id)
         if mode not in ("dry-run", "auto"):
             return None
         actions = self.config.for_agent(agent_id).actions
-        action = choose_action(actions, str(record.get("detector")), record["level"])
+        action = choose_action(actions, record.detector, record.level)
         if action in (None, "alert"):
             return None
         method = "kill" if action == "kill" else actions.stop_method
@@ -141,19 +142,19 @@ class ActionPolicy:
 
     # ------------------------------------------------------------------ acting
 
-    def handle(self, records: list[dict]) -> list[dict]:
+    def handle(self, records: list[Record]) -> list[ActionRecord]:
         """Alert on and act on the findings among ``records``; returns new action records
         (dry-run ones at once, auto ones as their results come in)."""
-        out: list[dict] = []
+        out: list[ActionRecord] = []
         for record in records:
-            if record.get("type") != "finding":
+            if not isinstance(record, FindingRecord):
                 continue
             if self.notifier is not None:
                 self.notifier.notify(record)
             decision = self.decide(record)
             if decision is None:
                 continue
-            key = str(record.get("key") or record.get("session_id") or "")
+            key = record.key or record.session_id or ""
             trigger = _finding_summary(record)
             held = self._admit(key, agent_of(key))
             base = {"key": key, "action": decision.method, "mode": decision.mode,
@@ -186,8 +187,8 @@ class ActionPolicy:
                     self._busy -= 1
                     self._idle.notify_all()
 
-    def _perform(self, decision: Decision, key: str, record: dict) -> None:
-        detector = record.get("detector")
+    def _perform(self, decision: Decision, key: str, record: FindingRecord) -> None:
+        detector = record.detector
         started = time.monotonic()
         try:
             if decision.action == "kill":
@@ -211,17 +212,14 @@ class ActionPolicy:
             self.on_result(out)
 
     @staticmethod
-    def _record(key: str, action: str, finding: dict, ok: bool, detail: str, pids,
-                dry_run: bool = False) -> dict:
-        record = {"type": "action", "ts": now_iso(), "key": key, "action": action,
-                  "trigger": finding.get("detector"), "ok": ok, "detail": detail,
-                  "pids": list(pids), "session_id": finding.get("session_id"),
-                  "level": finding.get("level")}
-        if dry_run:
-            record["dry_run"] = True
-        return record
+    def _record(key: str, action: str, finding: FindingRecord, ok: bool, detail: str, pids,
+                dry_run: bool = False) -> ActionRecord:
+        return ActionRecord(ts=now_iso(), key=key, action=action, trigger=finding.detector,
+                            ok=ok, detail=detail, pids=list(pids),
+                            session_id=finding.session_id, level=finding.level,
+                            dry_run=dry_run)
 
-    def drain(self) -> list[dict]:
+    def drain(self) -> list[ActionRecord]:
         """Action records finished since the last call."""
         with self._lock:
             done, self._done = self._done, []

@@ -16,7 +16,7 @@ Bodies (``template``):
   ``{key}``, ``{message}`` (also ``{action}``, ``{ok}``, ``{detail}``, ``{kind}``)
   replaced; a template that is JSON gets JSON-escaped values and is sent as JSON.
 
-Every record is redacted (``monitor.redaction.redact_record``) before it is rendered, and the
+Every record is redacted (``monitor.records.redacted``) before it is rendered, and the
 webhook URLs' secrets are registered so nothing clawwatch sends or prints repeats them.
 Header values are ASCII on the wire: a non-ASCII ``Title`` (a session key ``agent:main:café``)
 is sent as RFC 2047 encoded-words, which ntfy decodes. A delivery that fails in any way
@@ -38,7 +38,9 @@ from collections.abc import Callable
 import httpx
 
 from monitor import __version__, untrusted_json
-from monitor.redaction import redact_record, redact_text, register_url_secrets
+from monitor.records import ActionRecord, FindingRecord, Record, redacted
+from monitor.records import as_json as record_json
+from monitor.redaction import redact_text, register_url_secrets
 
 LEVEL_RANK = {"warning": 1, "critical": 2, "action": 3}
 _FIELD = re.compile(r"\{(detector|level|count|tool|key|message|action|ok|detail|kind|"
@@ -46,21 +48,19 @@ _FIELD = re.compile(r"\{(detector|level|count|tool|key|message|action|ok|detail|
 MAX_BACKOFF = 8.0
 
 
-def fields_of(record: dict) -> dict[str, str]:
+def fields_of(record: FindingRecord | ActionRecord) -> dict[str, str]:
     """The template variables of a finding or action record."""
-    if record.get("type") == "action":
-        outcome = "ok" if record.get("ok") else "FAILED"
-        return {"kind": "action", "detector": str(record.get("trigger") or "manual"),
-                "level": "action", "count": "0", "tool": "", "key": str(record.get("key", "")),
-                "action": str(record.get("action", "")), "ok": str(bool(record.get("ok"))).lower(),
-                "detail": str(record.get("detail", "")),
-                "message": f"{record.get('action')} {outcome}: {record.get('detail', '')}",
-                "session_id": str(record.get("session_id") or ""), "ts": str(record.get("ts", ""))}
-    return {"kind": "finding", "detector": str(record.get("detector", "")),
-            "level": str(record.get("level", "")), "count": str(record.get("count", "")),
-            "tool": str(record.get("tool") or ""), "key": str(record.get("key", "")),
-            "message": str(record.get("message", "")), "action": "", "ok": "", "detail": "",
-            "session_id": str(record.get("session_id") or ""), "ts": str(record.get("ts", ""))}
+    if isinstance(record, ActionRecord):
+        outcome = "ok" if record.ok else "FAILED"
+        return {"kind": "action", "detector": record.trigger or "manual", "level": "action",
+                "count": "0", "tool": "", "key": record.key, "action": record.action,
+                "ok": str(record.ok).lower(), "detail": record.detail,
+                "message": f"{record.action} {outcome}: {record.detail}",
+                "session_id": record.session_id or "", "ts": record.ts or ""}
+    return {"kind": "finding", "detector": record.detector, "level": record.level,
+            "count": str(record.count), "tool": record.tool or "", "key": record.key or "",
+            "message": record.message, "action": "", "ok": "", "detail": "",
+            "session_id": record.session_id or "", "ts": record.ts or ""}
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
@@ -75,7 +75,7 @@ def header_value(text: str) -> str:
         return text
     words, chunk = [], b""
     for char in text:
-        data = char.encode("utf-8")
+        data = _utf8(char)
         if len(chunk) + len(data) > 45:
             words.append(chunk)
             chunk = b""
@@ -84,17 +84,18 @@ def header_value(text: str) -> str:
     return " ".join(f"=?utf-8?b?{base64.b64encode(word).decode('ascii')}?=" for word in words)
 
 
-def render(template: str | None, record: dict) -> tuple[bytes, dict[str, str]]:
+def render(template: str | None, record: FindingRecord | ActionRecord
+           ) -> tuple[bytes, dict[str, str]]:
     """(body, headers) for one webhook POST (the record redacted first)."""
-    record = redact_record(record)
+    record = redacted(record)
     values = fields_of(record)
     headline = f"clawwatch {values['level']}: {values['detector']} on {values['key']}"
     if template is None:
-        body = {"source": "clawwatch", **record}
+        body = {"source": "clawwatch", **record_json(record)}
         return json.dumps(body, default=str).encode(), {"Content-Type": "application/json"}
     if template == "ntfy":
         urgent = values["level"] in ("critical", "action")
-        return values["message"].encode(), {
+        return _utf8(values["message"]), {
             "Content-Type": "text/plain; charset=utf-8", "Title": header_value(headline[:200]),
             "Priority": "urgent" if urgent else "default",
             "Tags": "rotating_light" if urgent else "warning"}
@@ -114,13 +115,19 @@ def render(template: str | None, record: dict) -> tuple[bytes, dict[str, str]]:
         except ValueError:
             as_json = False
     content_type = "application/json" if as_json else "text/plain; charset=utf-8"
-    return text.encode(), {"Content-Type": content_type}
+    return _utf8(text), {"Content-Type": content_type}
 
 
-def _wanted(webhook, record: dict) -> bool:
-    if record.get("type") == "action":
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8; a lone surrogate (JSON can carry one) goes as its escape."""
+    return text.encode("utf-8", "backslashreplace")
+
+
+def _wanted(webhook, record: Record) -> bool:
+    if isinstance(record, ActionRecord):
         return True
-    return LEVEL_RANK.get(record.get("level"), 0) >= LEVEL_RANK.get(webhook.min_level, 2)
+    return isinstance(record, FindingRecord) and \
+        LEVEL_RANK.get(record.level, 0) >= LEVEL_RANK.get(webhook.min_level, 2)
 
 
 class WebhookNotifier:
@@ -151,7 +158,7 @@ class WebhookNotifier:
         if self.webhooks:
             self._thread.start()
 
-    def notify(self, record: dict) -> bool:
+    def notify(self, record: Record) -> bool:
         """Queue ``record`` for every webhook that wants it; False if none or dropped."""
         if not self.webhooks or self._stop.is_set():
             return False
@@ -194,7 +201,7 @@ class WebhookNotifier:
             finally:
                 self._done()
 
-    def _deliver(self, webhook, record: dict) -> bool:
+    def _deliver(self, webhook, record: FindingRecord | ActionRecord) -> bool:
         try:
             return self._attempt(webhook, record)
         except Exception as exc:  # a bad record or template must not end the worker
@@ -204,18 +211,17 @@ class WebhookNotifier:
     def _failed(self, webhook, record, problem: str) -> None:
         self.failed += 1
         problem = redact_text(problem)
-        record = record if isinstance(record, dict) else {}
         message = f"webhook {_safe_url(webhook.url)}: {problem}"
         self.last_error = message
         self.errors.append(message)
         if self.audit is not None:
-            self.audit.append({"event": "webhook-failed", "key": record.get("key"),
-                               "action": "webhook", "mode": None,
-                               "trigger": record.get("detector") or record.get("trigger"),
+            trigger = record.detector if isinstance(record, FindingRecord) else record.trigger
+            self.audit.append({"event": "webhook-failed", "key": record.key,
+                               "action": "webhook", "mode": None, "trigger": trigger,
                                "ok": False, "detail": _safe_url(webhook.url),
                                "error": problem})
 
-    def _attempt(self, webhook, record: dict) -> bool:
+    def _attempt(self, webhook, record: FindingRecord | ActionRecord) -> bool:
         body, headers = render(webhook.template, record)
         delay = self.backoff
         problem = ""

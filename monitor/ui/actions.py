@@ -163,7 +163,7 @@ class AlertsAndActions:
     def on_action_finished(self, message: ActionFinished) -> None:
         result = message.result
         self.actions.append(result)
-        self.ingest.inject({**result.as_record(), "ts": None})
+        self.ingest.inject(result.to_record(None))
         self.notify(f"{result.action} {result.session_key}: {result.detail}",
                     severity="information" if result.ok else "warning")
 

@@ -34,6 +34,7 @@ from textual.worker import Worker, WorkerState
 from monitor.act.api import ActionController, ActionResult
 from monitor.config import Config
 from monitor.display import printable
+from monitor.records import Record
 from monitor.snapshot import Snapshot
 from monitor.ui.actions import AlertsAndActions
 from monitor.ui.alerting import AlertBook, AlertMarks, CriticalBurst
@@ -104,7 +105,7 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
                  expected: Iterable[tuple[str, str | None, str]] = (),
                  poll_seconds: float = 0.5, themes_directory: Path | None = None,
                  on_close: Iterable[Callable[[], None]] = (),
-                 after_step: Callable[[object, list[dict]], list[dict]] | None = None,
+                 after_step: Callable[[object, list[Record]], list[Record]] | None = None,
                  terminal_notifications: bool | None = None, metrics=None) -> None:
         super().__init__()
         self.controller = controller

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from monitor.heap import give_back_free_memory
+from monitor.records import Record
 from monitor.snapshot import Snapshot, SnapshotBuilder
 from monitor.sources.wake import Waker
 
@@ -36,7 +37,7 @@ class IngestLoop:
                  expected: Iterable[tuple[str, str | None, str]] = (),
                  min_interval: float = MIN_INTERVAL, heartbeat: float = HEARTBEAT,
                  slice_events: int | None = None, scan_cost_factor: float = SCAN_COST_FACTOR,
-                 after_step: Callable[[object, list[dict]], list[dict]] | None = None,
+                 after_step: Callable[[object, list[Record]], list[Record]] | None = None,
                  metrics=None) -> None:
         self.monitor_factory = monitor_factory
         self.metrics = metrics          # a monitor.metrics.MetricsHub, given the monitor here
@@ -56,7 +57,7 @@ class IngestLoop:
         self.finished = threading.Event()
         self._wake = threading.Event()
         self._waker: Waker | None = None
-        self._inbox: queue.SimpleQueue[dict] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[Record] = queue.SimpleQueue()
         self._focus: str | None = None
         self._forced = True
 
@@ -67,7 +68,7 @@ class IngestLoop:
             self._focus = session_id
             self.request()
 
-    def inject(self, record: dict) -> None:
+    def inject(self, record: Record) -> None:
         """Add an output record (e.g. an action result) to the alert stream."""
         self._inbox.put(record)
         self.request()

@@ -20,6 +20,7 @@ from monitor.detect.engine import DetectionEngine
 from monitor.discovery import discover
 from monitor.live import run_live
 from monitor.pipeline import Monitor
+from monitor.records import NoticeRecord, Record, as_json
 from monitor.sources.sourceset import SourceSet
 
 
@@ -39,9 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     sources = SourceSet(state_dir=found.state_dir, log_path=found.log_path)
     monitor = Monitor(sources, DetectionEngine(config))
 
-    def emit(records: list[dict]) -> None:
+    def emit(records: list[Record]) -> None:
         for record in records:
-            sys.stdout.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            sys.stdout.write(json.dumps(as_json(record), ensure_ascii=False) + "\n")
         sys.stdout.flush()
 
     actions = build_action_loop(monitor, found, config, mode=args.act,
@@ -49,11 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     acting_emit = actions.wrap_emit(emit)
     batches = [0]
 
-    def emit_then_announce(records: list[dict]) -> None:
+    def emit_then_announce(records: list[Record]) -> None:
         acting_emit(records)
         batches[0] += 1
         if batches[0] == 1:  # the first batch is the quiet catch-up on history
-            emit([{"type": "notice", "ts": "", "source": "act_watch", "message": "caught up"}])
+            emit([NoticeRecord(ts="", source="act_watch", path=None, message="caught up")])
 
     try:
         run_live(monitor, emit_then_announce, seconds=args.seconds,
