@@ -31,8 +31,10 @@ from monitor.events import (
     SourceNotice,
     ToolCall,
 )
+from monitor.sources import legacy as legacy_module
 from monitor.sources.gateway_log import GatewayLogSource
 from monitor.sources.legacy import LegacySessionsSource
+from monitor.sources.regular import prefetch
 from monitor.sources.tail import FileFollower
 
 REPO = Path(__file__).resolve().parent.parent
@@ -319,6 +321,55 @@ def test_legacy_new_transcript_is_found_although_the_listing_is_cached(tmp_path)
     write_transcript(tmp_path / "new.jsonl", "new", 2)
     assert [e.call_id for e in source.poll() if isinstance(e, ToolCall)] == ["new-c0", "new-c1"]
     source.close()
+
+
+def test_legacy_asks_for_the_next_unstarted_transcripts_to_be_read_ahead_once(tmp_path,
+                                                                              monkeypatch):
+    """On a cold page cache the next files' reads overlap the parsing of this one: each
+    transcript not read yet is hinted once, before its first read, and a source that has
+    read everything hints nothing more."""
+    sids = [f"s{n:02d}" for n in range(40)]
+    for sid in sids:
+        write_transcript(tmp_path / f"{sid}.jsonl", sid, 6)
+    write_index(tmp_path, sids)
+    hinted: list[tuple[str, int, int]] = []
+    first_read: dict[str, int] = {}
+    monkeypatch.setattr(legacy_module, "prefetch",
+                        lambda path, offset, length: hinted.append((path, offset, length)))
+    source = LegacySessionsSource(str(tmp_path), "main")
+    source.poll_budget_bytes = 4096
+    while True:
+        for event in source.poll():
+            if isinstance(event, SessionStart):
+                first_read.setdefault(event.origin.rpartition("@")[0], len(hinted))
+        if not source.behind:
+            break
+    paths = [path for path, _, _ in hinted]
+    assert len(paths) == len(set(paths)), "each file is hinted once"
+    assert len(paths) >= len(sids) - 1, "every transcript but the first read is hinted"
+    assert {(offset, length) for _, offset, length in hinted} == {(0, legacy_module.PREFETCH_BYTES)}
+    assert len(set(first_read) & set(paths)) >= len(sids) - 1
+    for path, at in first_read.items():
+        if path in paths:
+            assert paths.index(path) < at, f"{path} was hinted after its first read"
+    for sid in sids[:5]:
+        append(tmp_path / f"{sid}.jsonl", (dumps(assistant_tool_call(f"{sid}-late", 9)) + "\n")
+               .encode())
+    before = len(hinted)
+    assert len([e for e in source.poll() if isinstance(e, ToolCall)]) == 5
+    assert len(hinted) == before, "appends to transcripts already read are not hinted"
+    source.close()
+
+
+def test_prefetch_leaves_what_is_not_a_regular_file_alone(tmp_path):
+    fifo = tmp_path / "trap.jsonl"
+    os.mkfifo(fifo)
+    prefetch(str(fifo), 0, 1 << 20)             # would block for ever if it opened for reading
+    prefetch(str(tmp_path / "missing.jsonl"), 0, 1 << 20)
+    regular = tmp_path / "s.jsonl"
+    regular.write_bytes(b"{}\n" * 1000)
+    prefetch(str(regular), 0, 1 << 20)
+    assert regular.read_bytes() == b"{}\n" * 1000
 
 
 # ------------------------------------------------------------------------ gateway log

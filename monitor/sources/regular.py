@@ -6,6 +6,9 @@ clawwatch reads is opened with ``O_NONBLOCK | O_NOCTTY | O_CLOEXEC`` (an open th
 block) and ``fstat``-ed: anything but ``S_ISREG`` is closed at once and ``NotRegularFile``
 raised, naming the path and what it is. ``O_NONBLOCK`` changes nothing for a regular file.
 
+``prefetch`` asks the kernel to read a file ahead into the page cache (a hint: nothing is
+read here, and what is not a regular file is left alone).
+
 Paths that can only be handed to a library (SQLite) are checked with ``check_regular``
 first (a ``stat``, which never blocks); the small race with a swap after the check is the
 library's to survive.
@@ -116,3 +119,22 @@ def check_sqlite_files(path: str) -> os.stat_result:
         except FileNotFoundError:
             pass
     return st
+
+
+def prefetch(path: str, offset: int, length: int) -> None:
+    """Start the kernel reading ``length`` bytes of ``path`` from ``offset`` into the page
+    cache, so a read that comes soon finds them there: on a cold disk the next file's
+    reads overlap the parsing of this one. A hint: any failure is ignored."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:
+        return
+    try:
+        fd = open_regular(path)
+    except OSError:
+        return
+    try:
+        advise(fd, offset, length, os.POSIX_FADV_WILLNEED)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -207,6 +207,11 @@ class FileFollower(FileIdentity):
         return len(self._draining) + (1 if self._current is not None else 0)
 
     @property
+    def resume_offset(self) -> int:
+        """Where this follower's first read starts: its resumed offset, or 0."""
+        return self._resume.offset if self._resume is not None else 0
+
+    @property
     def backlog_bytes(self) -> int:
         """Bytes known to be in the followed files past what was read (0 while suspended:
         a suspended file had been read to its end when it was closed)."""
