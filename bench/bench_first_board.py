@@ -14,9 +14,9 @@ headless, and timestamps every snapshot the ingest thread publishes. Reported pe
   read and every blob decompressed, or every transcript read and split into lines), timed
   in the same process after the board: the machine's speed varies from day to day, and
   the ratio holds still where the seconds do not;
-- the MB each of them read from disk rather than the page cache: on this machine the cache
-  holds a few GB at most and other work evicts it, and a scan that reads the dir from disk
-  is bound by the disk.
+- the MB each of them read from disk rather than the page cache: the first read of a dir
+  since the machine booted (or since other work evicted it) comes from the disk, and is
+  bound by it.
 
 Goal: active sessions within 2 s. The data comes from ``bench/gen_large_state.py``.
 Usage::

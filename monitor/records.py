@@ -1,10 +1,10 @@
 """The output records: what ``Monitor.step()`` and the action loop hand on, typed.
 
 Each record is a ``msgspec.Struct`` tagged by its ``type``; ``as_json`` gives the
-``watch --json`` line of shared/CONTRACT.md (field order and every key as documented: a
-field with a default is left out while it holds that default, as ``dry_run`` and
-``known_from`` were). Consumers (``cli``, ``act/``, ``snapshot``, ``metrics``) read
-attributes and tell kinds apart with ``isinstance``, never by looking up strings.
+``watch --json`` line of shared/CONTRACT.md, keys in the documented order; a field with a
+default is left out while it holds it (``dry_run`` appears only on a dry run,
+``known_from`` only on a session known from the log alone). Consumers (``cli``, ``act/``,
+``snapshot``, ``metrics``) read attributes and tell kinds apart with ``isinstance``.
 """
 
 from __future__ import annotations
@@ -86,9 +86,6 @@ class NoticeRecord(Record, tag="notice", kw_only=True):
     path: str | None
     message: str
 
-
-AnyRecord = SessionRecord | ToolCallRecord | FindingRecord | ActionRecord | ErrorRecord \
-    | NoticeRecord
 
 _to_builtins = msgspec.to_builtins
 

@@ -65,9 +65,8 @@ IDLE_CHECKS_PER_SECOND = 1000
 #: given (aggregated), so a catch-up over many polls gives one line per message, not one a poll.
 NOTICE_HOLD_SECONDS = 10.0
 #: While transcripts are still to be read for the first time, the kernel is asked to read
-#: the first ``PREFETCH_BYTES`` of the next ``PREFETCH_FILES`` of them ahead: a first scan on
-#: a cold page cache waits for the disk about half as long (reads of the 3,003-session dir,
-#: cache dropped before each).
+#: the first ``PREFETCH_BYTES`` of the next ``PREFETCH_FILES`` of them ahead, so on a cold
+#: page cache the disk reads the next files while this one is parsed.
 PREFETCH_FILES = 16
 PREFETCH_BYTES = 4 << 20
 
