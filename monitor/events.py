@@ -1,6 +1,7 @@
 """Typed records that flow from the sources to the detectors.
 
-Every record is an immutable, slotted dataclass. Records that come from a
+Every record is an immutable msgspec Struct (cheap to build: a frozen dataclass
+sets each field through ``object.__setattr__``). Records that come from a
 transcript carry ``session_id`` (the transcript generation) and an ``origin``
 that names exactly where they were read (``path@offset`` or ``db#session_id:seq``),
 so duplicates and gaps can be proven by id. The session *key* is attached later
@@ -9,14 +10,14 @@ by the pipeline from the session index, because transcript rows do not hold it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import msgspec
 
 SourceKind = Literal["sqlite", "jsonl", "gateway-log"]
 
 
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
+class SessionInfo(msgspec.Struct, frozen=True):
     """One row of a session index (``session_nodes`` or ``sessions.json``)."""
 
     key: str
@@ -37,8 +38,7 @@ class SessionInfo:
     source: str = "openclaw"    # "openclaw", "claude-code" or "codex"
 
 
-@dataclass(frozen=True, slots=True)
-class SessionStart:
+class SessionStart(msgspec.Struct, frozen=True):
     """The transcript header (``type: session``): a new transcript generation."""
 
     session_id: str
@@ -47,8 +47,7 @@ class SessionStart:
     origin: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class UserMessage:
+class UserMessage(msgspec.Struct, frozen=True):
     """A user prompt; its ``idempotencyKey`` names the run it starts."""
 
     session_id: str
@@ -60,8 +59,7 @@ class UserMessage:
     counted_only: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
+class Usage(msgspec.Struct, frozen=True):
     """Token usage of one assistant message (per message, never cumulative)."""
 
     input: int = 0
@@ -72,8 +70,7 @@ class Usage:
     cost: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class AssistantMessage:
+class AssistantMessage(msgspec.Struct, frozen=True):
     """One model reply: usage, stop reason and error, plus how many tool calls it made."""
 
     session_id: str
@@ -99,8 +96,7 @@ class AssistantMessage:
         return self.stop_reason in ("error", "aborted") or bool(self.error_message)
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCall(msgspec.Struct, frozen=True):
     """A ``toolCall`` item of an assistant message."""
 
     session_id: str
@@ -118,8 +114,7 @@ class ToolCall:
     counted_only: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
+class ToolResult(msgspec.Struct, frozen=True):
     """A ``toolResult`` message answering ``call_id``."""
 
     session_id: str
@@ -146,8 +141,7 @@ class ToolResult:
         return self.denied_reason == "tool-loop"
 
 
-@dataclass(frozen=True, slots=True)
-class LoopVeto:
+class LoopVeto(msgspec.Struct, frozen=True):
     """OpenClaw's own loop detector blocked a call (``details.deniedReason == "tool-loop"``)."""
 
     session_id: str
@@ -162,8 +156,7 @@ class LoopVeto:
     origin: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Compaction:
+class Compaction(msgspec.Struct, frozen=True):
     """A compaction, branch summary or reset boundary in a transcript."""
 
     session_id: str
@@ -173,8 +166,7 @@ class Compaction:
     origin: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class ModelChange:
+class ModelChange(msgspec.Struct, frozen=True):
     session_id: str
     provider: str | None
     model: str | None
@@ -182,8 +174,7 @@ class ModelChange:
     origin: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class GatewayNotice:
+class GatewayNotice(msgspec.Struct, frozen=True):
     """One gateway log line, with the ids found in its text."""
 
     level: str
@@ -195,12 +186,11 @@ class GatewayNotice:
     session_id: str | None = None
     session_key: str | None = None
     agent_id: str | None = None
-    fields: dict[str, str] = field(default_factory=dict)
+    fields: dict[str, str] = msgspec.field(default_factory=dict)
     origin: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class SourceError:
+class SourceError(msgspec.Struct, frozen=True):
     """Something a source could not read; ``where`` is an offset or a row id."""
 
     source: SourceKind
@@ -211,8 +201,7 @@ class SourceError:
     shared: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class SourceNotice:
+class SourceNotice(msgspec.Struct, frozen=True):
     """Something a source noticed that is not an error (truncation, rotation, new file)."""
 
     source: SourceKind

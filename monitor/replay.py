@@ -33,7 +33,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from monitor import replay_cache
@@ -55,7 +55,7 @@ SHARDS_PER_JOB = 4
 #: (32 MiB) each worker held some 80 MB more at its peak, for no gain in speed.
 SHARD_POLL_BYTES = 4 << 20
 #: What of an index record the cache's fingerprint holds: all of it (plain values).
-INDEX_RECORD_FIELDS = tuple(f.name for f in fields(SessionInfo))
+INDEX_RECORD_FIELDS = SessionInfo.__struct_fields__
 #: ``prctl`` option (linux/prctl.h): the signal a process gets when its parent ends.
 PR_SET_PDEATHSIG = 1
 #: Runs remembered while replaying: all of them (the log is read after every transcript).

@@ -15,6 +15,8 @@ import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+import msgspec
+
 FINGERPRINT_BYTES = 1024
 
 #: Set while the files read are complete (``replay``): a last line without a newline is
@@ -38,8 +40,7 @@ def files_complete() -> bool:
     return _FILES_COMPLETE.get()
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(msgspec.Struct, frozen=True):
     """A complete line (without its newline) and where it started."""
 
     path: str
