@@ -111,7 +111,10 @@ class SnapshotFeed:
                  slice_events: int = SLICE_EVENTS) -> None:
         self.inner = sources
         self.slice_events = slice_events
-        self.log: deque[LogLine] = deque(maxlen=LOG_LINES)
+        #: The gateway-log tail as shown, and the notices that joined it since (made shown
+        #: only when the tail is asked for: of a first scan's 44,000 lines, 1,000 ever are).
+        self._shown_log: deque[LogLine] = deque(maxlen=LOG_LINES)
+        self._unshown_log: deque[tuple[int, GatewayNotice]] = deque(maxlen=LOG_LINES)
         self.timelines: dict[str, _Timeline] = {}
         self.keyed_by_engine = keyed_by_engine
         #: ``(session_id, call_id) -> (timeline, call, result text)`` until the engine keys it.
@@ -126,6 +129,19 @@ class SnapshotFeed:
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)
+
+    @property
+    def log(self) -> deque[LogLine]:
+        """The last ``LOG_LINES`` gateway-log lines, oldest first, redacted and printable."""
+        if len(self._unshown_log) == LOG_LINES:
+            self._shown_log.clear()
+        for seq, notice in self._unshown_log:
+            self._shown_log.append(LogLine(seq, notice.ts, shown((notice.level or "?").upper(), 12),
+                                           shown(notice.subsystem or ""),
+                                           printable(redact_text(notice.message),
+                                                     keep_newlines=True)))
+        self._unshown_log.clear()
+        return self._shown_log
 
     @property
     def backlog(self) -> int:
@@ -160,10 +176,7 @@ class SnapshotFeed:
     def _record(self, event) -> None:
         if isinstance(event, GatewayNotice):
             self._log_seq += 1
-            self.log.append(LogLine(self._log_seq, event.ts,
-                                    shown((event.level or "?").upper(), 12),
-                                    shown(event.subsystem or ""),
-                                    printable(redact_text(event.message), keep_newlines=True)))
+            self._unshown_log.append((self._log_seq, event))
         elif isinstance(event, ToolCall):
             line = self._timeline(event.session_id)
             line.count += 1

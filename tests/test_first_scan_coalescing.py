@@ -1,6 +1,7 @@
 """The first scan's cheaper dashboard work (issue 11): snapshots coalesced while the backlog
 drains, unchanged rows refreshed without ``dataclasses.replace``, no timeline containers for
-sessions whose calls are only counted. None of it may change what the board shows."""
+sessions whose calls are only counted, log lines made shown only if they stay in the tail.
+None of it may change what the board shows."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from dataclasses import fields, replace
 import pytest
 from test_ui_scenes import run_first_scan, write_world
 
-from monitor.events import ToolCall, ToolResult
+from monitor.events import GatewayNotice, ToolCall, ToolResult
+from monitor.redaction import redact_text
 from monitor.snapshot import BoardRow, _with_idle
-from monitor.snapshot_feed import _NO_CALLS, _NO_PENDING, SnapshotFeed
+from monitor.snapshot_feed import _NO_CALLS, _NO_PENDING, LOG_LINES, SnapshotFeed
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +68,30 @@ def test_counted_history_keeps_no_timeline_containers():
     recorded = feed.timelines["old0"]
     assert [c.index for c in recorded.calls] == [2] and recorded.calls[0].outcome == "out"
     assert recorded.pending == {} and _NO_PENDING == {} and _NO_CALLS == ()
+
+
+def test_the_log_tail_is_made_shown_only_for_the_lines_it_keeps(monkeypatch):
+    import monitor.snapshot_feed as snapshot_feed
+
+    redacted = []
+
+    def counting_redact(text):
+        redacted.append(text)
+        return redact_text(text)
+
+    monkeypatch.setattr(snapshot_feed, "redact_text", counting_redact)
+    secret = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6"
+    notices = [GatewayNotice("info", "gw", f"line {n}", float(n)) for n in range(LOG_LINES * 3)]
+    notices[-1] = GatewayNotice("warn", "gw", f"\x1b]0;pwned\x07token {secret}", 1.0)
+    feed = SnapshotFeed(_Events(notices), slice_events=len(notices))
+    feed.poll()
+    assert redacted == []
+    tail = list(feed.log)
+    assert len(redacted) == LOG_LINES
+    assert [line.seq for line in tail] == list(range(2 * LOG_LINES + 1, 3 * LOG_LINES + 1))
+    assert tail[0].message == f"line {2 * LOG_LINES}" and tail[-1].level == "WARN"
+    assert secret not in tail[-1].message and "\x1b" not in tail[-1].message
+    feed.inner.events = [GatewayNotice("info", "gw", "one more", None)]
+    feed.poll()
+    assert [line.message for line in feed.log][-2:] == [tail[-1].message, "one more"]
+    assert len(feed.log) == LOG_LINES and len(redacted) == LOG_LINES + 1
