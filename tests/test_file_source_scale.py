@@ -31,7 +31,7 @@ from monitor.events import (
     SourceNotice,
     ToolCall,
 )
-from monitor.sources import legacy as legacy_module
+from monitor.sources import read_ahead
 from monitor.sources.gateway_log import GatewayLogSource
 from monitor.sources.legacy import LegacySessionsSource
 from monitor.sources.regular import prefetch
@@ -334,7 +334,7 @@ def test_legacy_asks_for_the_next_unstarted_transcripts_to_be_read_ahead_once(tm
     write_index(tmp_path, sids)
     hinted: list[tuple[str, int, int]] = []
     first_read: dict[str, int] = {}
-    monkeypatch.setattr(legacy_module, "prefetch",
+    monkeypatch.setattr(read_ahead, "prefetch",
                         lambda path, offset, length: hinted.append((path, offset, length)))
     source = LegacySessionsSource(str(tmp_path), "main")
     source.poll_budget_bytes = 4096
@@ -347,7 +347,7 @@ def test_legacy_asks_for_the_next_unstarted_transcripts_to_be_read_ahead_once(tm
     paths = [path for path, _, _ in hinted]
     assert len(paths) == len(set(paths)), "each file is hinted once"
     assert len(paths) >= len(sids) - 1, "every transcript but the first read is hinted"
-    assert {(offset, length) for _, offset, length in hinted} == {(0, legacy_module.PREFETCH_BYTES)}
+    assert {(offset, length) for _, offset, length in hinted} == {(0, read_ahead.PREFETCH_BYTES)}
     assert len(set(first_read) & set(paths)) >= len(sids) - 1
     for path, at in first_read.items():
         if path in paths:

@@ -34,6 +34,7 @@ from monitor.events import (
     ToolResult,
     UserMessage,
 )
+from monitor.sources import read_ahead
 from monitor.sources.claude_code import ClaudeCodeSource, is_claude_code_entry
 from monitor.sources.codex import is_codex_entry
 from monitor.sources.jsonl_tree import first_entry
@@ -447,3 +448,40 @@ def test_a_single_transcript_given_on_its_own_is_read_and_recognised():
         events = source.poll()
     assert [(c.session_id, c.run_id) for c in of(events, ToolCall)] == [
         (TOUR, f"agent:{AGENT}")]
+
+
+def test_transcripts_not_read_yet_are_read_ahead_once_before_their_first_read(tmp_path,
+                                                                               monkeypatch):
+    data = LOOP_FILE.read_bytes()
+    for n in range(30):
+        session = f"{n:08d}{LOOP[8:]}"
+        target = tmp_path / "projects" / f"-tmp-p{n:02d}" / f"{session}.jsonl"
+        target.parent.mkdir(parents=True)
+        target.write_bytes(data.replace(LOOP.encode(), session.encode()))
+    hinted: list[tuple[str, int, int]] = []
+    monkeypatch.setattr(read_ahead, "prefetch",
+                        lambda path, offset, length: hinted.append((path, offset, length)))
+    first_read: dict[str, int] = {}
+    source = ClaudeCodeSource(str(tmp_path / "projects"))
+    source.poll_budget_bytes = 8192
+    while True:
+        for event in source.poll():
+            path = getattr(event, "origin", "").rpartition("@")[0]
+            if path.endswith(".jsonl"):
+                first_read.setdefault(path, len(hinted))
+        if not source.behind:
+            break
+    paths = [path for path, _, _ in hinted]
+    assert len(first_read) == 30
+    assert len(paths) == len(set(paths)) == 29, "each transcript but the first, once"
+    assert {(offset, length) for _, offset, length in hinted} == {(0, read_ahead.PREFETCH_BYTES)}
+    for path, at in first_read.items():
+        if path in paths:
+            assert paths.index(path) < at, f"{path} was hinted after its first read"
+    first = next(iter(first_read))
+    prompt = Path(first).read_bytes().splitlines(keepends=True)[2]     # a user prompt
+    with open(first, "ab") as handle:
+        handle.write(prompt.replace(b'"uuid":"3', b'"uuid":"4').replace(b"92bee7c6", b"a2bee7c6"))
+    assert source.poll(), "the append is read"
+    assert len(hinted) == 29, "an append to a transcript already read is not hinted"
+    source.close()

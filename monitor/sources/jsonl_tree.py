@@ -32,6 +32,7 @@ import time
 
 from monitor import untrusted_json
 from monitor.sources.base import Source, file_units
+from monitor.sources.read_ahead import ReadAhead
 from monitor.sources.regular import open_regular_file
 from monitor.sources.tail import (
     POLL_BUDGET_BYTES,
@@ -139,6 +140,9 @@ class JsonlTreeSource(Source):
         self._scanned_at = float("-inf")
         self._rescan = True
         self._open: dict[str, float] = {}          # path -> last time it grew
+        #: Followers not polled yet (read ahead while a catch-up reaches them).
+        self._unstarted: set[str] = set()
+        self._read_ahead = ReadAhead()
         self._hinted: set[str] = set()
         self._hint_all = False
         self._sweep = 0
@@ -216,9 +220,12 @@ class JsonlTreeSource(Source):
         for path in gone:
             self._followers.pop(path).close()
             self._open.pop(path, None)
+            self._unstarted.discard(path)
+            self._read_ahead.started(path)
             self.forget_file(path)
         for path in new:
             self._followers[path] = FileFollower(path, resume=self._resume.pop(path, None))
+        self._unstarted.update(new)
         self._order = sorted(self._followers)
         self._cursor = self._order.index(current) if current in self._followers else 0
 
@@ -256,6 +263,11 @@ class JsonlTreeSource(Source):
             follower = self._followers[path]
             if follower.suspended and (path not in due or not follower.changed()):
                 continue
+            if self._unstarted:
+                self._read_ahead.ahead_of(self._order, start + step, self._unstarted,
+                                          self._resume_offset)
+                self._unstarted.discard(path)
+                self._read_ahead.started(path)
             while True:
                 lines = follower.poll(max_bytes=min(budget, READ_STEP_BYTES))
                 budget -= follower.bytes_read
@@ -275,6 +287,9 @@ class JsonlTreeSource(Source):
         self._cursor = self._order.index(stopped_at) if stopped_at is not None else 0
         self.backlog_bytes = sum(self._followers[p].backlog_bytes for p in self._open)
         return out
+
+    def _resume_offset(self, path: str) -> int:
+        return self._followers[path].resume_offset
 
     def detached_first(self) -> bool:
         return put_detached_first(self)
@@ -329,6 +344,8 @@ class JsonlTreeSource(Source):
         self._followers.clear()
         self._order.clear()
         self._open.clear()
+        self._unstarted.clear()
+        self._read_ahead.clear()
         self._cursor = 0
         self._rescan = True
 

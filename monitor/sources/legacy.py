@@ -43,7 +43,7 @@ from itertools import islice
 from monitor.sources.base import Source
 from monitor.sources.legacy_index import SessionIndexReader
 from monitor.sources.legacy_listing import TranscriptListing
-from monitor.sources.regular import prefetch
+from monitor.sources.read_ahead import ReadAhead
 from monitor.sources.tail import (
     POLL_BUDGET_BYTES,
     READ_STEP_BYTES,
@@ -64,11 +64,6 @@ IDLE_CHECKS_PER_SECOND = 1000
 #: While a catch-up is behind, notices are gathered for at most this long before they are
 #: given (aggregated), so a catch-up over many polls gives one line per message, not one a poll.
 NOTICE_HOLD_SECONDS = 10.0
-#: While transcripts are still to be read for the first time, the kernel is asked to read
-#: the first ``PREFETCH_BYTES`` of the next ``PREFETCH_FILES`` of them ahead, so on a cold
-#: page cache the disk reads the next files while this one is parsed.
-PREFETCH_FILES = 16
-PREFETCH_BYTES = 4 << 20
 
 
 class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
@@ -91,8 +86,7 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
         self._session_ids: dict[str, str] = {}
         #: Followers not polled yet, with the bytes they are expected to read.
         self._unstarted: dict[str, int] = {}
-        #: Unstarted followers whose file the kernel was asked to read ahead.
-        self._prefetched: set[str] = set()
+        self._read_ahead = ReadAhead()
         #: Followers holding descriptors, the least recently grown first.
         self._open: OrderedDict[str, None] = OrderedDict()
         self._listing: list[str] = []
@@ -192,7 +186,8 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
             follower = self._followers[path]
             sid = self._session_ids[path]
             if self._unstarted:
-                self._prefetch_after(start + step, count)
+                self._read_ahead.ahead_of(self._order, start + step, self._unstarted,
+                                          self._resume_offset)
             while True:
                 lines = follower.poll(max_bytes=min(budget, READ_STEP_BYTES))
                 budget -= follower.bytes_read
@@ -201,7 +196,7 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
                 if not follower.behind or budget <= 0 or self.out_of_time():
                     break
             self._unstarted.pop(path, None)
-            self._prefetched.discard(path)
+            self._read_ahead.started(path)
             notices += follower.take_notices()
             if follower.behind:
                 stopped_at = path
@@ -233,14 +228,8 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
             self._followers[p].backlog_bytes for p in self._open)
         return out
 
-    def _prefetch_after(self, position: int, count: int) -> None:
-        """Ask for the next ``PREFETCH_FILES`` unstarted transcripts after ``position`` in
-        the poll order to be read ahead (each once)."""
-        for ahead in range(1, min(PREFETCH_FILES, count - 1) + 1):
-            path = self._order[(position + ahead) % count]
-            if path in self._unstarted and path not in self._prefetched:
-                self._prefetched.add(path)
-                prefetch(path, self._followers[path].resume_offset, PREFETCH_BYTES)
+    def _resume_offset(self, path: str) -> int:
+        return self._followers[path].resume_offset
 
     def detached_first(self) -> bool:
         return put_detached_first(self)
@@ -316,6 +305,6 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
         self._hinted.clear()
         self._open.clear()
         self._unstarted.clear()
-        self._prefetched.clear()
+        self._read_ahead.clear()
         self._followed_listing = None
         self._cursor = 0
