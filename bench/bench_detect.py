@@ -67,7 +67,7 @@ def step_events(session: int, step: int) -> list:
 
 
 def as_dict(event) -> dict:
-    return {name: getattr(event, name) for name in event.__dataclass_fields__}
+    return {name: getattr(event, name) for name in event.__struct_fields__}
 
 
 def throughput(total_events: int, sessions: int) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from monitor.sources import log_line_forms
 from monitor.sources.gateway_log import GatewayLogSource, rotated_siblings
 from monitor.sources.log_line_forms import MalformedLogLine, parse_log_line
 
@@ -99,3 +100,20 @@ def test_source_set_follows_the_next_daily_log_file(tmp_path):
     sources.rescan()
     assert [n.message for n in sources.poll() if hasattr(n, "trace_id")] == ["day two"]
     assert sources.log_path == str(second)
+
+
+def test_each_lines_own_bindings_name_its_subsystem_with_few_kept():
+    def line(bindings: str) -> bytes:
+        return json.dumps({"0": bindings, "1": "hello", "_meta": {"logLevelName": "INFO"},
+                           "time": "2026-07-12T21:12:28.674+02:00"}).encode()
+
+    names = [f"gateway/s{n}" for n in range(log_line_forms.BINDINGS_KEPT * 2)]
+    for _ in range(2):
+        for name in names:
+            assert parse_log_line(line(json.dumps({"subsystem": name}))).subsystem == name
+        assert parse_log_line(line('{"subsystem": 7}')).subsystem is None
+        assert parse_log_line(line("{not json")).subsystem is None
+    assert len(log_line_forms._SUBSYSTEM_OF_BINDINGS) <= log_line_forms.BINDINGS_KEPT
+    long = json.dumps({"subsystem": "x" * log_line_forms.BINDINGS_KEPT_CHARS})
+    assert parse_log_line(line(long)).subsystem == "x" * log_line_forms.BINDINGS_KEPT_CHARS
+    assert long not in log_line_forms._SUBSYSTEM_OF_BINDINGS

@@ -89,20 +89,35 @@ LEVEL_OF_PRIORITY = {"0": "FATAL", "1": "FATAL", "2": "FATAL", "3": "ERROR", "4"
                      "5": "INFO", "6": "INFO", "7": "DEBUG"}
 
 
+#: A gateway writes a handful of distinct bindings (``{"subsystem":"gateway/ws"}``), one
+#: on every line: each is decoded once (up to this many, each this short, kept).
+BINDINGS_KEPT = 256
+BINDINGS_KEPT_CHARS = 256
+_SUBSYSTEM_OF_BINDINGS: dict[str, str | None] = {}
+
+
 class MalformedLogLine(ValueError):
     pass
 
 
 def _subsystem_of(record: dict) -> str | None:
     bindings = record.get("0")
-    if isinstance(bindings, str) and bindings.startswith("{"):
-        try:
-            parsed = untrusted_json.loads(bindings)
-        except ValueError:
-            return None
-        if isinstance(parsed, dict) and isinstance(parsed.get("subsystem"), str):
-            return parsed["subsystem"]
-    return None
+    if not isinstance(bindings, str) or not bindings.startswith("{"):
+        return None
+    if bindings in _SUBSYSTEM_OF_BINDINGS:
+        return _SUBSYSTEM_OF_BINDINGS[bindings]
+    subsystem = None
+    try:
+        parsed = untrusted_json.loads(bindings)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("subsystem"), str):
+        subsystem = parsed["subsystem"]
+    if len(bindings) <= BINDINGS_KEPT_CHARS:
+        if len(_SUBSYSTEM_OF_BINDINGS) >= BINDINGS_KEPT:
+            _SUBSYSTEM_OF_BINDINGS.clear()
+        _SUBSYSTEM_OF_BINDINGS[bindings] = subsystem
+    return subsystem
 
 
 def _message_of(record: dict, has_subsystem: bool) -> tuple[str, dict | None]:
