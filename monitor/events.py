@@ -10,7 +10,7 @@ by the pipeline from the session index, because transcript rows do not hold it.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 
@@ -219,4 +219,6 @@ TranscriptEvent = (
     | Compaction
     | ModelChange
 )
+#: For a dispatch on ``type(event)`` (every record type is final).
+TRANSCRIPT_EVENT_TYPES = frozenset(get_args(TranscriptEvent))
 Event = TranscriptEvent | SessionInfo | GatewayNotice | SourceError | SourceNotice

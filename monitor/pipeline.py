@@ -16,12 +16,14 @@ from datetime import UTC, datetime
 
 from monitor.detect.findings import Finding
 from monitor.events import (
+    TRANSCRIPT_EVENT_TYPES,
     AssistantMessage,
     GatewayNotice,
     SessionInfo,
     SourceError,
     SourceNotice,
     ToolCall,
+    ToolResult,
     UserMessage,
 )
 from monitor.records import (
@@ -47,6 +49,8 @@ FINDINGS_KEPT = 50
 RUNS_KEPT = 4096
 # Seconds between two sweeps of the engine for idle sessions to hibernate (``step``).
 HIBERNATE_EVERY = 60.0
+# The events a source may have read only to be counted (``counted_only``).
+COUNTED_TYPES = frozenset({AssistantMessage, ToolCall, ToolResult, UserMessage})
 
 
 def history_cutoff(config, now: float | None = None) -> float | None:
@@ -207,11 +211,16 @@ class Monitor:
     def fold(self, events: list) -> list[Record]:
         """Fold ``events`` (what a poll of the sources returned); the output records."""
         records: list[Record] = []
+        quiet, reported_before = self.quiet, self.reported_before
+        fold_transcript = self._fold_transcript
         for event in events:
-            self._quiet_event = self.quiet or (self.reported_before is not None
-                                               and self.reported_before(event))
+            self._quiet_event = quiet or (reported_before is not None
+                                          and reported_before(event))
             try:
-                self._fold(event, records)
+                if type(event) in TRANSCRIPT_EVENT_TYPES:
+                    fold_transcript(event, records)
+                else:
+                    self._fold(event, records)
             except Exception as exc:    # one record the code cannot take loses only itself
                 self.internal_errors += 1
                 records.append(ErrorRecord(
@@ -290,8 +299,9 @@ class Monitor:
         state.from_transcript = True
         if state.known_from:
             state.known_from = None
-        if getattr(event, "run_id", None):
-            self.run_to_session.note(event.run_id, event.session_id, replace=False)
+        run_id = getattr(event, "run_id", None)
+        if run_id:
+            self.run_to_session.note(run_id, event.session_id, replace=False)
         if isinstance(event, ToolCall):
             state.tool_calls += 1
             state.tools[event.name] += 1
@@ -309,9 +319,9 @@ class Monitor:
             state.model = event.model or state.model
             if event.is_error:
                 state.errors += 1
-        elif isinstance(event, UserMessage) and event.run_id:
-            state.run_id = event.run_id
-        if self.only_counts(event):
+        elif isinstance(event, UserMessage) and run_id:
+            state.run_id = run_id
+        if (type(event) in COUNTED_TYPES and event.counted_only) or self.only_counts(event):
             return
         self._detect(state, event, records)
 

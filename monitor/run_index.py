@@ -17,10 +17,16 @@ class RunIndex(OrderedDict):
     def __init__(self, capacity: int) -> None:
         super().__init__()
         self.capacity = capacity
+        #: The run noted last (the most recent): a run's events come in a row, and noting
+        #: it again changes nothing unless its session is replaced.
+        self._newest: str | None = None
 
     def note(self, run_id: str, session_id: str, *, replace: bool = True) -> None:
         """``run_id`` was seen in ``session_id``; without ``replace`` a run keeps the session
         it was first seen in."""
+        if run_id == self._newest and (not replace or self.get(run_id) == session_id):
+            return
+        self._newest = run_id
         if replace or run_id not in self:
             self[run_id] = session_id
         self.move_to_end(run_id)

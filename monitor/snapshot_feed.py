@@ -162,12 +162,16 @@ class SnapshotFeed:
             fresh = self.inner.poll()
             self.read += len(fresh)
             self.pending.extend(fresh)
-        out = []
-        heavy = 0
-        while self.pending and heavy < self.slice_events:
-            event = self.pending.popleft()
-            out.append(event)
-            heavy += not isinstance(event, SessionInfo)
+        if len(self.pending) <= self.slice_events:      # the whole backlog fits one slice
+            out = list(self.pending)
+            self.pending.clear()
+        else:
+            out = []
+            heavy = 0
+            while self.pending and heavy < self.slice_events:
+                event = self.pending.popleft()
+                out.append(event)
+                heavy += not isinstance(event, SessionInfo)
         self.released += len(out)
         for event in out:
             self._record(event)
