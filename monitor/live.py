@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from monitor.heap import give_back_free_memory
+from monitor.heap import give_back_free_memory, relax_collector, restore_collector
 from monitor.pipeline import Monitor
 from monitor.records import Record
 from monitor.sources.checkpoint import CheckpointStore
@@ -67,9 +67,13 @@ def run_live(monitor: Monitor, emit: Callable[[list[Record]], None], *,
     try:
         if catch_up_quietly:
             monitor.quiet = True
-            emit(step())
-            while sources.behind and not stop.is_set():
+            collector = relax_collector()
+            try:
                 emit(step())
+                while sources.behind and not stop.is_set():
+                    emit(step())
+            finally:
+                restore_collector(collector)
             monitor.quiet = False
             give_back_free_memory()
         while not stop.is_set():

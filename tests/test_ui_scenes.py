@@ -111,14 +111,22 @@ def scene_config() -> Config:
     return dataclasses.replace(Config(), budgets=BudgetsConfig(session_tokens=3_000_000))
 
 
-def run_first_scan(world: World, *, timeout: float, **loop_options) -> tuple[list, IngestLoop]:
+def run_first_scan(world: World, *, timeout: float, on_publish=None,
+                   **loop_options) -> tuple[list, IngestLoop]:
     """The dashboard's ingest thread over ``world`` until a snapshot says its first scan is
-    done (within ``timeout`` seconds); every snapshot it published, and the stopped loop."""
+    done (within ``timeout`` seconds); every snapshot it published (each also given to
+    ``on_publish``, on the ingest thread), and the stopped loop."""
     published: list = []
+
+    def publish(snapshot) -> None:
+        if on_publish is not None:
+            on_publish(snapshot)
+        published.append(snapshot)
+
     loop = IngestLoop(lambda: Monitor(SourceSet(state_dir=str(world.state_dir),
                                                 log_path=str(world.log_path)),
                                       DetectionEngine(scene_config())),
-                      FixedClock(world.clock.now), published.append, poll_seconds=0.05,
+                      FixedClock(world.clock.now), publish, poll_seconds=0.05,
                       min_interval=0.0, slice_events=40, **loop_options)
     thread = threading.Thread(target=loop.run)
     thread.start()

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from monitor.heap import give_back_free_memory
+from monitor.heap import give_back_free_memory, relax_collector, restore_collector
 from monitor.records import Record
 from monitor.snapshot import Snapshot, SnapshotBuilder
 from monitor.sources.wake import Waker
@@ -98,6 +98,13 @@ class IngestLoop:
             self.finished.set()
 
     def _run(self) -> None:
+        collector = relax_collector()
+        try:
+            self._scan_and_follow(collector)
+        finally:
+            restore_collector(collector)
+
+    def _scan_and_follow(self, collector: object) -> None:
         self.monitor = monitor = self.monitor_factory()
         step = monitor.step
         if self.metrics is not None:
@@ -133,6 +140,7 @@ class IngestLoop:
             if builder.scanning and not feed.backlog and not feed.behind \
                     and feed.read - read_before < feed.slice_events:
                 builder.finish_scan()
+                restore_collector(collector)
                 give_back_free_memory()
                 builder.watch_error = self._waker.watch_error
                 monitor.quiet = False
