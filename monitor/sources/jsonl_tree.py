@@ -265,7 +265,7 @@ class JsonlTreeSource(Source):
                 continue
             if self._unstarted:
                 self._read_ahead.ahead_of(self._order, start + step, self._unstarted,
-                                          self._resume_offset)
+                                          self._followers)
                 self._unstarted.discard(path)
                 self._read_ahead.started(path)
             while True:
@@ -287,9 +287,6 @@ class JsonlTreeSource(Source):
         self._cursor = self._order.index(stopped_at) if stopped_at is not None else 0
         self.backlog_bytes = sum(self._followers[p].backlog_bytes for p in self._open)
         return out
-
-    def _resume_offset(self, path: str) -> int:
-        return self._followers[path].resume_offset
 
     def detached_first(self) -> bool:
         return put_detached_first(self)

@@ -187,7 +187,7 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
             sid = self._session_ids[path]
             if self._unstarted:
                 self._read_ahead.ahead_of(self._order, start + step, self._unstarted,
-                                          self._resume_offset)
+                                          self._followers)
             while True:
                 lines = follower.poll(max_bytes=min(budget, READ_STEP_BYTES))
                 budget -= follower.bytes_read
@@ -227,9 +227,6 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
         self.backlog_bytes = sum(self._unstarted.values()) + sum(
             self._followers[p].backlog_bytes for p in self._open)
         return out
-
-    def _resume_offset(self, path: str) -> int:
-        return self._followers[path].resume_offset
 
     def detached_first(self) -> bool:
         return put_detached_first(self)

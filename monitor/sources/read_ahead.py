@@ -7,7 +7,7 @@ a hint), so on a cold page cache the disk reads the next files while this one is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Container, Mapping, Sequence
 
 from monitor.sources.regular import prefetch
 
@@ -22,15 +22,16 @@ class ReadAhead:
         self._asked: set[str] = set()
 
     def ahead_of(self, order: Sequence[str], position: int, unstarted: Container[str],
-                 offset_of: Callable[[str], int]) -> None:
+                 followers: Mapping) -> None:
         """Ask for the next ``PREFETCH_FILES`` paths after ``position`` in the (circular)
-        poll ``order`` that are in ``unstarted``, each from ``offset_of(path)``."""
+        poll ``order`` that are in ``unstarted``, each from where its follower
+        (``followers[path]``, a ``FileFollower``) will start reading."""
         count = len(order)
         for ahead in range(1, min(PREFETCH_FILES, count - 1) + 1):
             path = order[(position + ahead) % count]
             if path in unstarted and path not in self._asked:
                 self._asked.add(path)
-                prefetch(path, offset_of(path), PREFETCH_BYTES)
+                prefetch(path, followers[path].resume_offset, PREFETCH_BYTES)
 
     def started(self, path: str) -> None:
         """``path`` was read: it is no longer asked for."""
