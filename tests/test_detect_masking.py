@@ -101,7 +101,7 @@ def test_each_rewritten_regex_and_its_gate(text):
                 table, literal = gate.first
                 assert literal in _shape(encoded, table), name
         if gate.anchored:
-            assert all(gate.probe.match(subject, at) for at in starts), name
+            assert all(subject.startswith(gate.probe, at) for at in starts), name
         if gate.exact:
             spans = [(len(utf8(text[:m.start()])), len(utf8(text[:m.end()])))
                      for m in original.finditer(text)]
