@@ -61,6 +61,7 @@ def run_writer(args: argparse.Namespace) -> int:
     Prints one JSON line per second: events and tool calls written so far."""
     from monitor.demo.sim import Simulator
     from monitor.demo.sim.scenarios import make_scenario
+    from monitor.demo.sim.stores import SqliteStore
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -72,7 +73,7 @@ def run_writer(args: argparse.Namespace) -> int:
                                 key=f"agent:main:soak-{i:04d}") for i in range(args.sessions)]
     # One transaction per model turn, as the gateway writes a turn: a commit per row held
     # the writer at ~1,400 events/s, below the rates a soak asks for.
-    database = getattr(sim.store, "writer", None)
+    database = sim.store.writer if isinstance(sim.store, SqliteStore) else None
     if database is not None:
         database.autocommit = False
     events = calls = turn = 0
