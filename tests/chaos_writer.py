@@ -23,13 +23,22 @@ open their files anew.
 
 The test talks to it through files in ``<root>/control``: while ``hold`` exists (the readers
 are being stopped and started) the writer only appends: no rotation, truncation or deletion,
-acknowledged with ``hold.ack``. On entering ``down`` (both readers stopped) it renames the log
-and the oldest transcript generation once each, so rotation while no reader runs is always
-exercised, and acknowledges with ``down.ack``. (A generation created and rotated away, or a
-file deleted, while no reader runs cannot be recovered by any reader, so neither happens.)
+acknowledged with ``hold.ack``, which holds the records written so far per stream, so the
+test can let its readers read them all before it stops them. On entering ``down`` (both
+readers stopped) it renames the log and the oldest transcript generation once each, so
+rotation while no reader runs is always exercised, and acknowledges with ``down.ack``. (A
+generation created and rotated away, or a file deleted, while no reader runs cannot be
+recovered by any reader, so neither happens.)
 The test restarts its readers when they have read a share of the records, which on a loaded
 machine can come after the last record, so after it the writer goes on answering until
 ``finish`` exists (at most ``--finish-wait-seconds``).
+
+The readers' pace bounds the writer's: the test keeps ``control/read`` up to date with how
+many records of each stream the slower reader has seen, and the writer waits while it is more
+than ``--max-lag-records`` ahead of that. Generations then live long enough for a reader to
+have opened them on any machine (``min_records`` is well above a session's share of the lag),
+not only on one fast enough to read at ``--rate``; how long the writer waited is in the
+summary.
 
 At the end it writes ``<root>/summary.json`` (what was written, per stream) and prints ``done``.
 """
@@ -175,8 +184,10 @@ class Pacer:
 class Control:
     """The hold/down handshake with the test (see the module docstring)."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, written) -> None:
         self.dir = os.path.join(root, "control")
+        #: ``written()``: records written so far per stream, given with the hold's ack.
+        self.written = written
         os.makedirs(self.dir, exist_ok=True)
         self.held = False
         self.down = False
@@ -187,8 +198,9 @@ class Control:
     def _ack(self, name: str, on: bool) -> None:
         path = os.path.join(self.dir, name + ".ack")
         if on:
-            with open(path, "w") as handle:
-                handle.write("ack")
+            with open(path + ".tmp", "w") as handle:
+                json.dump(self.written(), handle)
+            os.replace(path + ".tmp", path)
         else:
             try:
                 os.unlink(path)
@@ -208,6 +220,15 @@ class Control:
             if down:
                 on_down()
             self._ack("down", down)
+
+    def records_read(self) -> int | None:
+        """Records of all streams the slower reader has seen (``control/read``), or None
+        before the test first wrote it."""
+        try:
+            with open(os.path.join(self.dir, "read"), encoding="utf-8") as handle:
+                return sum(json.load(handle).values())
+        except (FileNotFoundError, ValueError):
+            return None
 
     @property
     def finished(self) -> bool:
@@ -542,6 +563,18 @@ class Checkpointer(threading.Thread):
         conn.close()
 
 
+def wait_for_readers(control: Control, written: int, max_lag: int, refresh) -> float:
+    """Sleep while ``written`` records are more than ``max_lag`` ahead of what the slower
+    reader has seen, answering the handshake meanwhile; returns the seconds waited."""
+    began = time.monotonic()
+    while True:
+        read = control.records_read()
+        if read is None or written - read <= max_lag or control.finished:
+            return time.monotonic() - began
+        refresh()
+        time.sleep(0.005)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", required=True)
@@ -551,6 +584,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-generation-records", type=int, default=2000)
     parser.add_argument("--min-generation-seconds", type=float, default=1.0)
     parser.add_argument("--finish-wait-seconds", type=float, default=120.0)
+    parser.add_argument("--max-lag-records", type=int, default=0,
+                        help="wait while this many records ahead of control/read (0: never)")
     args = parser.parse_args(argv)
 
     Journal.open(args.root)
@@ -564,7 +599,8 @@ def main(argv: list[str] | None = None) -> int:
     sqlite = SqliteStream(db_path, rng)
     checkpointer = Checkpointer(db_path, args.seed + 1)
     checkpointer.start()
-    control = Control(args.root)
+    control = Control(args.root, lambda: {"jsonl": legacy.count, "log": log.count,
+                                          "sqlite": sqlite.count})
 
     def rotate_while_down() -> None:
         log.rotate_while_down()
@@ -574,12 +610,20 @@ def main(argv: list[str] | None = None) -> int:
         for generation in [log.generation, *(s.generation for s in legacy.sessions)]:
             generation.restart_clock()
 
+    def refresh() -> None:
+        control.refresh(rotate_while_down, restart_clocks)
+
     print("ready", flush=True)
     pacer.started = time.monotonic()
     streams = [name for name, weight in STREAM_WEIGHTS for _ in range(weight)]
+    waited = 0.0
     for index in range(args.records):
         if index % CONTROL_CHECK_EVERY == 0:
-            control.refresh(rotate_while_down, restart_clocks)
+            refresh()
+            if args.max_lag_records:
+                waited_now = wait_for_readers(control, index, args.max_lag_records, refresh)
+                pacer.started += waited_now
+                waited += waited_now
         stream = rng.choice(streams)
         if stream == "jsonl":
             legacy.write(control)
@@ -592,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.monotonic() - pacer.started
     finish_by = time.monotonic() + args.finish_wait_seconds
     while not control.finished and time.monotonic() < finish_by:
-        control.refresh(rotate_while_down, restart_clocks)
+        refresh()
         time.sleep(0.01)
     checkpointer.stop.set()
     checkpointer.join()
@@ -601,6 +645,7 @@ def main(argv: list[str] | None = None) -> int:
     sqlite.close()
     summary = {
         "records": args.records, "seconds": round(elapsed, 3),
+        "waited_for_readers_seconds": round(waited, 3),
         "jsonl": legacy.count, "log": log.count, "sqlite": sqlite.count,
         "sqlite_last_seq": sqlite.last_seq, "sqlite_zstd_rows": sqlite.zstd_rows,
         "ops": {"jsonl": legacy.ops, "log": log.ops, "wal_checkpoints": checkpointer.done},

@@ -16,6 +16,11 @@ created and rotated away, while no monitor runs cannot be read by anyone). Both 
 every id exactly once: tool-call ids for transcripts, the ``id=`` in each log line, and
 ``(session_id, seq)`` for SQLite rows, by count and by id.
 
+The writer paces itself to the slower monitor (at most ``MAX_LAG_RECORDS`` ahead of it), and
+each restart waits until both have read what was written before it, so the test asks for
+exactly-once from monitors that keep up, on a machine of any speed; how long the writer
+waited for them is printed.
+
 The ``*_while_stopped`` tests pin each rotation kind during a restart deterministically.
 """
 
@@ -50,6 +55,9 @@ RESTART_AT = (0.35, 0.7)
 DRAIN_SECONDS = 45.0
 DUPLICATE_WATCH_SECONDS = 2.5
 HANDSHAKE_SECONDS = 15.0
+#: How far the writer may run ahead of the slower reader, in records (half a second at the
+#: default rate): well below a transcript generation's share, so readers open every one.
+MAX_LAG_RECORDS = 4000
 LOG_ID_RE = re.compile(r"\bid=(g\d+)\b")
 STREAMS = ("jsonl", "log", "sqlite")
 
@@ -241,9 +249,18 @@ class WriterControl:
         self.dir = root / "control"
         self.writer = writer
 
-    def set(self, flag: str) -> None:
+    def set(self, flag: str) -> dict[str, int]:
+        """Raise ``flag`` and wait for its ack: the records written so far, per stream."""
         (self.dir / flag).write_text(flag)
-        self._wait_for(lambda: (self.dir / f"{flag}.ack").exists(), f"acknowledge {flag}")
+        ack = self.dir / f"{flag}.ack"
+        self._wait_for(ack.exists, f"acknowledge {flag}")
+        return json.loads(ack.read_text())
+
+    def report_read(self, counts: dict[str, int]) -> None:
+        """Tell the writer how many records of each stream the slower reader has seen."""
+        temp = self.dir / ".read.tmp"
+        temp.write_text(json.dumps(counts))
+        temp.replace(self.dir / "read")
 
     def clear(self, flag: str) -> None:
         """Remove the flag and wait until the writer has seen it go (its ack is removed), so
@@ -281,7 +298,7 @@ def test_exactly_once_under_chaos(tmp_path: Path) -> None:
     state_dir, log_path = root / "state", root / "logs" / "gw.log"
     writer = subprocess.Popen(
         [sys.executable, str(WRITER), "--root", str(root), "--records", str(RECORDS),
-         "--rate", str(WRITER_RATE)],
+         "--rate", str(WRITER_RATE), "--max-lag-records", str(MAX_LAG_RECORDS)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     cli = CliMonitor(tmp_path, state_dir, log_path, tmp_path / "cli-checkpoint.json")
     try:
@@ -301,6 +318,7 @@ def test_exactly_once_under_chaos(tmp_path: Path) -> None:
             last_tick[0] = now
             local.step()
             cli.collect()
+            control.report_read(read_by_both(local, cli))
 
         while writer.poll() is None:
             tick()
@@ -357,17 +375,34 @@ def test_exactly_once_under_chaos(tmp_path: Path) -> None:
     assert summary["sqlite_zstd_rows"] > 0
     print(f"\nchaos: {RECORDS} records (jsonl {summary['jsonl']}, log {summary['log']}, "
           f"sqlite {summary['sqlite']} incl. {summary['sqlite_zstd_rows']} zstd) written in "
-          f"{written_in:.1f}s, drained by both monitors at {drained_in:.1f}s; longest poll gap "
+          f"{written_in:.1f}s (waiting {summary['waited_for_readers_seconds']:.1f}s for the "
+          f"monitors), drained by both monitors at {drained_in:.1f}s; longest poll gap "
           f"{last_tick[1]:.2f}s; restarts "
           f"(hold+stop+restart, s): {[round(r, 2) for r in restarts]}; ops {ops}")
 
 
+def read_by_both(local: InProcessMonitor, cli: CliMonitor) -> dict[str, int]:
+    """Records of each stream the slower monitor has seen (the watch CLI prints nothing per
+    log line, so the log's count is the in-process monitor's)."""
+    return {"jsonl": min(len(local.events.seen["jsonl"]), len(cli.records.seen["jsonl"])),
+            "sqlite": min(len(local.events.seen["sqlite"]), len(cli.records.seen["sqlite"])),
+            "log": len(local.events.seen["log"])}
+
+
 def restart_both(local: InProcessMonitor, cli: CliMonitor, control: WriterControl) -> float:
-    """Stop both monitors, let the writer rotate while they are down, start them again."""
+    """Stop both monitors once they have read what was written before the hold, let the
+    writer rotate while they are down, start them again."""
     began = time.monotonic()
-    control.set("hold")
-    local.step()
-    cli.collect()
+    written = control.set("hold")
+
+    def step() -> None:
+        local.step()
+        cli.collect()
+        control.report_read(read_by_both(local, cli))
+
+    wait_until(lambda: all(n >= written[s] for s, n in read_by_both(local, cli).items()),
+               HANDSHAKE_SECONDS, "both monitors to read what was written before the hold",
+               step)
     local.stop()
     cli.stop()
     control.set("down")
