@@ -36,6 +36,7 @@ from monitor.sources.gateway_log import GatewayLogSource
 from monitor.sources.legacy import LegacySessionsSource
 from monitor.sources.regular import prefetch
 from monitor.sources.tail import FileFollower
+from monitor.sources.transcript_names import is_archive
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -198,6 +199,82 @@ def test_suspended_follower_drains_a_rename_rotation_while_closed(tmp_path):
     assert texts(follower.poll()) == ["a2", "b1"]
     assert any("rotated" in n.message for n in follower.take_notices())
     follower.close()
+
+
+def set_mtime(path, seconds: float) -> None:
+    os.utime(path, ns=(int(seconds * 1e9), int(seconds * 1e9)))
+
+
+def test_a_generation_renamed_away_between_two_polls_is_read(tmp_path):
+    """The path rotates twice before the next poll: the generation in between, already an
+    archive, is read from its start, after the file it replaced and before the live one."""
+    path = tmp_path / "x.jsonl"
+    append(path, b"a1\n")
+    follower = FileFollower(str(path), own_archives=is_archive)
+    assert texts(follower.poll()) == ["a1"]
+    append(path, b"a2\n")
+    set_mtime(path, 1_000)
+    os.rename(path, tmp_path / "x.jsonl.reset.2026-01-01T00-00-01.000Z")
+    append(path, b"b1\nb2\n")
+    set_mtime(path, 1_001)
+    os.rename(path, tmp_path / "x.jsonl.reset.2026-01-01T00-00-02.000Z")
+    append(path, b"c1\n")
+    assert texts(follower.poll()) == ["a2", "b1", "b2", "c1"]
+    assert any("x.jsonl.reset.2026-01-01T00-00-02.000Z before it was read" in notice.message
+               for notice in follower.take_notices())
+    append(path, b"c2\n")
+    assert texts(follower.poll()) == ["c2"]
+    follower.close()
+
+
+def test_archives_older_than_the_file_followed_are_not_read(tmp_path):
+    """Only generations newer than the file that rotated away count as missed: the archives
+    from before it are history, and a follower without ``own_archives`` reads none."""
+    path = tmp_path / "x.jsonl"
+    older = tmp_path / "x.jsonl.reset.2025-01-01T00-00-00.000Z"
+    append(older, b"old\n")
+    set_mtime(older, 500)
+    append(path, b"a1\n")
+    set_mtime(path, 1_000)
+    follower = FileFollower(str(path), own_archives=is_archive)
+    plain = FileFollower(str(path))
+    assert texts(follower.poll()) == texts(plain.poll()) == ["a1"]
+    os.rename(path, tmp_path / "x.jsonl.reset.2026-01-01T00-00-01.000Z")
+    between = tmp_path / "x.jsonl.reset.2026-01-01T00-00-02.000Z"
+    append(between, b"b1\n")
+    set_mtime(between, 1_001)
+    append(path, b"c1\n")
+    assert texts(follower.poll()) == ["b1", "c1"]
+    assert texts(plain.poll()) == ["c1"]
+    follower.close()
+    plain.close()
+
+
+def test_the_legacy_source_reads_a_transcript_generation_it_never_saw(tmp_path):
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    path = sessions / "11111111-2222-3333-4444-555555555555.jsonl"
+
+    def write(first: int, last: int, mtime: float) -> None:
+        append(path, b"".join((dumps(assistant_tool_call(f"c{i}", i)) + "\n").encode()
+                              for i in range(first, last)))
+        set_mtime(path, mtime)
+
+    def call_ids(records) -> list[str]:
+        return [r.call_id for r in records if isinstance(r, ToolCall)]
+
+    write(0, 3, 1_000)
+    source = LegacySessionsSource(str(sessions), "main")
+    seen = call_ids(source.poll())
+    write(3, 5, 1_001)
+    os.rename(path, f"{path}.reset.2026-01-01T00-00-01.000Z")
+    write(5, 8, 1_002)
+    os.rename(path, f"{path}.reset.2026-01-01T00-00-02.000Z")
+    write(8, 10, 1_003)
+    for _ in range(3):
+        seen += call_ids(source.poll())
+    assert seen == [f"c{i}" for i in range(10)]
+    source.close()
 
 
 def test_follower_with_unread_bytes_or_a_rotated_file_is_not_suspended(tmp_path):

@@ -125,7 +125,8 @@ class TranscriptListing:
         new.sort(key=lambda p: stats[p].st_mtime_ns if stats[p] else 0, reverse=True)
         for path in new:
             resume = self._resume.pop(path, None)
-            self._followers[path] = FileFollower(path, resume=resume)
+            self._followers[path] = FileFollower(
+                path, resume=resume, own_archives=None if self.include_archives else is_archive)
             self._by_abspath[os.path.abspath(path)] = path
             self._session_ids[path] = transcript_session_id(path)
             size = stats[path].st_size if stats[path] else 0

@@ -46,6 +46,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Callable
 
 from monitor.sources.line_split import split_lines
 from monitor.sources.tail_identity import NEVER_SEEN, FileIdentity, path_view, view_of
@@ -86,8 +87,13 @@ class FileFollower(FileIdentity):
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         rotated_grace_seconds: float = ROTATED_GRACE_SECONDS,
         partial_line_grace: float | None = PARTIAL_LINE_GRACE_SECONDS,
+        own_archives: Callable[[str], bool] | None = None,
     ) -> None:
         self.path = path
+        #: Which names beside the path (``<name>.<suffix>``) are its own archives, where a
+        #: rotation renames it: a generation renamed to one before it was read is read there
+        #: (None: never looked for).
+        self.own_archives = own_archives
         self.max_line_bytes = max_line_bytes
         self.rotated_grace_seconds = rotated_grace_seconds
         #: Seconds a last line without a newline stands still before it is read as it is

@@ -174,6 +174,7 @@ class FileIdentity:
         self._note(f"file was rotated to {os.path.basename(rotated)} {while_closed}; "
                    "draining it")
         self._draining.append(handle)
+        self._take_missed_generations(handle)
 
     def _find_sibling_by_inode(self, dev: int, ino: int) -> str | None:
         directory = os.path.dirname(os.path.abspath(self.path))
@@ -201,7 +202,51 @@ class FileIdentity:
         self._note(message)
         self._read_available(current, lines)
         self._draining.append(current)
+        self._take_missed_generations(current)
         self._drain_rotated(lines)
+
+    def _take_missed_generations(self, retired: OpenFile) -> None:
+        """Drain, from their start and oldest first, the generations of the path that were
+        renamed to one of its archives (``own_archives``) before this follower saw them: the
+        path rotated twice between two polls (or while the follower was suspended or the
+        monitor stopped). Such a generation is newer than ``retired`` (a writer opens the next
+        generation after it stops writing the one renamed away, so its mtime is later) and
+        was never held here; older archives are the history before ``retired`` and stay
+        unread, as archives are."""
+        if self.own_archives is None:
+            return
+        try:
+            newest_seen = os.fstat(retired.fd).st_mtime_ns
+        except OSError:
+            return
+        held = {(handle.dev, handle.ino) for handle in self._handles()}
+        held.update(self._drained_sizes)
+        name = os.path.basename(self.path) + "."
+        try:
+            entries = list(os.scandir(os.path.dirname(os.path.abspath(self.path))))
+        except OSError:
+            return
+        missed: list[tuple[int, str]] = []
+        for entry in entries:
+            if not entry.name.startswith(name) or not self.own_archives(entry.name):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_mtime_ns > newest_seen \
+                    and (st.st_dev, st.st_ino) not in held:
+                missed.append((st.st_mtime_ns, entry.path))
+        for _, path in sorted(missed):
+            try:
+                fd = open_regular(path)
+            except OSError:
+                continue
+            fst = os.fstat(fd)
+            self._note(f"a generation was renamed to {os.path.basename(path)} before it was "
+                       "read; reading it from its start")
+            self._draining.append(OpenFile(path, fd, fst.st_dev, fst.st_ino, offset=0,
+                                           size_seen=fst.st_size))
 
     def _drain_rotated(self, lines: list[Line]) -> None:
         """Read retired files to their end (as far as the budget goes); close each once it
