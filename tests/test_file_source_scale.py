@@ -250,6 +250,27 @@ def test_archives_older_than_the_file_followed_are_not_read(tmp_path):
     plain.close()
 
 
+def test_an_archive_the_follower_holds_or_drained_is_not_read_again(tmp_path):
+    """An earlier generation written late through its old descriptor is newer by mtime than
+    the next one when that rotates, but it is this follower's own, so not a missed one."""
+    path = tmp_path / "x.jsonl"
+    first = tmp_path / "x.jsonl.reset.2026-01-01T00-00-01.000Z"
+    append(path, b"a1\n")
+    follower = FileFollower(str(path), own_archives=is_archive)
+    assert texts(follower.poll()) == ["a1"]
+    os.rename(path, first)
+    append(path, b"b1\n")
+    set_mtime(path, 1_000)
+    assert texts(follower.poll()) == ["b1"]
+    append(first, b"a2\n")
+    set_mtime(first, 2_000)
+    assert texts(follower.poll()) == ["a2"]
+    os.rename(path, tmp_path / "x.jsonl.reset.2026-01-01T00-00-02.000Z")
+    append(path, b"c1\n")
+    assert texts(follower.poll()) == ["c1"]
+    follower.close()
+
+
 def test_the_legacy_source_reads_a_transcript_generation_it_never_saw(tmp_path):
     sessions = tmp_path / "sessions"
     sessions.mkdir()

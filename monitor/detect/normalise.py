@@ -111,9 +111,10 @@ class Gate(NamedTuple):
 # the shape where a month's first letter is ``C``, a lowercase letter ``a``, whitespace a
 # space and a digit ``9``, that is ``Caa+ +9``, a regex with a literal start that runs at a
 # fraction of the cost of searching the text for twelve month names.
+_MONTH_INITIALS = bytes(sorted({ord(month[0]) for month in _MONTHS}))
 _MONTH_SHAPE = bytes.maketrans(
-    b"ADFJMNOS" + bytes(range(ord("a"), ord("z") + 1)) + b" \t\n\x0b\x0c\r0123456789",
-    b"C" * 8 + b"a" * 26 + b" " * 6 + b"9" * 10)
+    _MONTH_INITIALS + bytes(range(ord("a"), ord("z") + 1)) + b" \t\n\x0b\x0c\r0123456789",
+    b"C" * len(_MONTH_INITIALS) + b"a" * 26 + b" " * 6 + b"9" * 10)
 _MONTH_GATE = Gate(_MONTH_SHAPE, re.compile(rb"Caa+ +9"))
 # (name, regex, gate)
 BUILTIN_PATTERNS: tuple[tuple[str, str, Gate], ...] = (
