@@ -384,6 +384,37 @@ def test_kill_ends_the_tool_group_and_nothing_else(clis):
     assert untouched(other)
 
 
+def test_a_tool_group_that_ends_between_listing_and_kill_is_an_ok_outcome(clis):
+    fake = clis.start("claude-code")
+    found = find_cli(fake.session)
+    (group,) = sig.tool_groups(fake.session, found.target)
+    cli = psutil.Process(fake.pid)
+    cli.suspend()          # as the controller freezes it: the ended tool stays a zombie
+    try:
+        os.killpg(group.pid, signal.SIGKILL)
+        wait_for(lambda: not group_pids(group.pid), "the tool group to end")
+        outcome = sig.kill_group(cli, group, fake.session, grace=0.5)
+    finally:
+        cli.resume()
+    assert outcome.ok and outcome.signalled == [], outcome
+    assert "ended by itself" in outcome.detail
+    assert alive(fake.pid) and fake.received() == []
+
+
+def test_a_tool_group_whose_leader_ended_but_a_member_lives_is_not_called_ended(clis):
+    fake = clis.start("claude-code", tool="sleep 300; true")
+    found = find_cli(fake.session)
+    (group,) = sig.tool_groups(fake.session, found.target)
+    try:
+        os.kill(group.pid, signal.SIGKILL)             # the shell only: its sleep lives on
+        wait_for(lambda: not alive(group.pid), "the tool's shell to end")
+        outcome = sig.kill_group(psutil.Process(fake.pid), group, fake.session, grace=0.5)
+        assert not outcome.ok and "ended" not in outcome.detail, outcome
+        assert group_pids(group.pid), "a member was signalled without the leader's evidence"
+    finally:
+        os.killpg(group.pid, signal.SIGKILL)
+
+
 def test_kill_escalates_to_sigkill_when_the_tool_ignores_sigterm(clis):
     fake = clis.start("codex", hold=True, tool="trap '' TERM; " + LOOP_TOOL)
     target = find_cli(fake.session).target

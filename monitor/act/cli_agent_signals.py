@@ -46,6 +46,7 @@ from monitor.act.processes import (
     group_snapshot,
     is_alive,
     kill_stragglers,
+    still_running,
 )
 
 COMMAND_CHARS = 200
@@ -190,9 +191,28 @@ def _signal_group(pgid: int, members: list[psutil.Process], signum: int) -> None
             continue
 
 
+def _ended_by_itself(group: ToolGroup) -> bool:
+    """Whether nothing is left of the tool group listed earlier: its leader has exited (a
+    zombie counts) and no live process is in its group. A PID reused since proves it too:
+    Linux does not hand out a PID while a process group still carries it as its id."""
+    if is_alive(group.pid, group.create_time):
+        return False
+    try:
+        if abs(psutil.Process(group.pid).create_time() - group.create_time) > 0.05:
+            return True
+    except psutil.Error:
+        pass
+    return not any(still_running(proc) for proc in group_snapshot(group.pid))
+
+
 def kill_group(cli: psutil.Process, group: ToolGroup, session: CliSession, *,
                grace: float = 3.0) -> KillOutcome:
-    """SIGTERM the tool group, SIGKILL what outlives ``grace``, and verify none is left."""
+    """SIGTERM the tool group, SIGKILL what outlives ``grace``, and verify none is left. A
+    group that ended between being listed and now (a short tool call) is an ok outcome
+    that signalled nothing."""
+    if _ended_by_itself(group):
+        return KillOutcome(group.pid, True, f"tool group {group.pid} had ended by itself "
+                                            f"({group.command})")
     try:
         _check_group(cli, group, session)
     except KillRefused as exc:

@@ -232,9 +232,10 @@ class CliAgentController:
         failed = [o for o in outcomes if not o.ok]
         pids = sorted({proc.pid for proc in snapshots}
                       | {pid for o in outcomes for pid in o.signalled})
-        killed = sum(1 for o in outcomes if o.ok and o.pid != target[0])
+        tools = [o for o in outcomes if o.ok and o.pid != target[0]]
+        killed = sum(1 for o in tools if o.signalled)
         parts = [f"{session.source} pid {target[0]} ({lookup.reason})",
-                 f"{killed} tool group(s) killed"]
+                 f"{killed} tool group(s) killed, {len(tools) - killed} ended by themselves"]
         parts += [o.detail for o in outcomes if o.ok and o.pid == target[0]]
         if ended is not None:
             parts.append("sent SIGINT to the CLI; " + (

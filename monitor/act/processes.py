@@ -67,12 +67,13 @@ def is_alive(pid: int, create_time: float) -> bool:
     """Whether that exact process (not a reuse of its PID) runs and is not a zombie."""
     try:
         proc = psutil.Process(pid)
-        return abs(proc.create_time() - create_time) <= 0.05 and _alive(proc)
+        return abs(proc.create_time() - create_time) <= 0.05 and still_running(proc)
     except psutil.Error:
         return False
 
 
-def _alive(proc: psutil.Process) -> bool:
+def still_running(proc: psutil.Process) -> bool:
+    """Whether the process psutil holds (PID and create time) runs and is not a zombie."""
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
@@ -114,7 +115,7 @@ def find_gateway(*, pid: int | None = None, url: str | None = None,
             proc = psutil.Process(pid)
         except psutil.Error:
             return None
-        return proc if _alive(proc) else None
+        return proc if still_running(proc) else None
     found = [proc for proc in psutil.process_iter()
              if _title(proc) in GATEWAY_TITLES and _same_user(proc)]
     if len(found) <= 1:
@@ -190,14 +191,14 @@ def exec_shells(gateway: psutil.Process) -> list[ExecShell]:
     for proc in marked.values():
         try:
             parent = proc.ppid()
-            if _group_of(proc) != proc.pid or parent in marked or not _alive(proc):
+            if _group_of(proc) != proc.pid or parent in marked or not still_running(proc):
                 continue
             members = [proc, *proc.children(recursive=True)]
             members += [other for other in tree if other not in members
                         and _group_of(other) == proc.pid]
             shells.append(ExecShell(proc.pid, proc.create_time(), exec_command(proc.cmdline()),
                                     tuple(sorted((m.pid, _written(m)) for m in members
-                                                 if _alive(m)))))
+                                                 if still_running(m)))))
         except psutil.Error:
             continue
     return sorted(shells, key=lambda shell: shell.create_time)
@@ -225,7 +226,7 @@ def check_killable(pid: int, create_time: float, gateway: psutil.Process) -> psu
         raise KillRefused(f"pid {pid} is gone") from None
     except psutil.Error as exc:
         raise KillRefused(f"pid {pid}: {exc}") from None
-    if not _alive(proc):
+    if not still_running(proc):
         raise KillRefused(f"pid {pid} is gone")
     if abs(started - create_time) > 0.05:
         raise KillRefused(f"pid {pid} was reused (created {started:.2f}, expected "
@@ -247,7 +248,7 @@ def check_killable(pid: int, create_time: float, gateway: psutil.Process) -> psu
 def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
     deadline = time.monotonic() + timeout
     while True:
-        alive = [proc for proc in procs if _alive(proc)]
+        alive = [proc for proc in procs if still_running(proc)]
         if not alive or time.monotonic() >= deadline:
             return alive
         time.sleep(0.05)
@@ -257,7 +258,7 @@ def _group_members(pgid: int) -> list[psutil.Process]:
     members = []
     for proc in psutil.process_iter():
         try:
-            if os.getpgid(proc.pid) == pgid and _alive(proc):
+            if os.getpgid(proc.pid) == pgid and still_running(proc):
                 members.append(proc)
         except (OSError, psutil.Error):
             continue
@@ -297,7 +298,7 @@ def kill_shell(pid: int, create_time: float, gateway: psutil.Process, *,
 def _signal_all(pgid: int, procs: list[psutil.Process], signum: int) -> None:
     """Signal the group (only while one of ``procs`` still belongs to it, so a group id
     that was freed and reused is never hit) and every one of ``procs`` by itself."""
-    if any(_alive(proc) and _group_of(proc) == pgid for proc in procs):
+    if any(still_running(proc) and _group_of(proc) == pgid for proc in procs):
         try:
             os.killpg(pgid, signum)
         except (ProcessLookupError, PermissionError):
@@ -324,7 +325,7 @@ def group_snapshot(pid: int) -> list[psutil.Process]:
 def kill_stragglers(procs: list[psutil.Process], *, grace: float = 3.0) -> list[int]:
     """SIGTERM, then SIGKILL, processes already proven to belong to a killed exec group
     (``group_snapshot``); returns the pids still alive afterwards."""
-    alive = [proc for proc in procs if _alive(proc) and _same_user(proc)
+    alive = [proc for proc in procs if still_running(proc) and _same_user(proc)
              and proc.pid not in (0, 1, os.getpid())]
     for proc in alive:
         try:
