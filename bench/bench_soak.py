@@ -26,7 +26,8 @@ of them gets events at a time, and the busy set moves on every shift, so each se
 idle for a while between its shifts (with ``--hibernate-after`` below the idle time, it
 hibernates and wakes every cycle). ``--hibernate-after`` is given to the monitor as
 ``history.hibernate_after`` in a config file. Besides MB/hour the summary gives the slope
-over the second half of the run in MB per million events written.
+over the second half of the run in MB per million events written. ``--heap-stats FILE``
+runs the monitor through ``bench/soak_heap.py``, which samples where its memory is.
 """
 
 from __future__ import annotations
@@ -209,8 +210,12 @@ def run_soak(args: argparse.Namespace) -> dict:
     if args.hibernate_after is not None:
         (root / "config.yaml").write_text(f"history:\n  hibernate_after: {args.hibernate_after}\n")
         config = ["--config", str(root / "config.yaml")]
+    launcher = ["-m", "monitor"]
+    if args.heap_stats:     # the same CLI, with soak_heap.py's sampler thread beside it
+        launcher = [str(REPO / "bench" / "soak_heap.py"), str(Path(args.heap_stats).resolve()),
+                    "--every", str(args.sample_seconds), "--"]
     monitor = subprocess.Popen(
-        [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--no-checkpoint",
+        [sys.executable, *launcher, "watch", "--headless", "--json", "--no-checkpoint",
          "--state-dir", str(root / "state"), "--log", str(root / "openclaw.log"), *config],
         stdout=subprocess.PIPE, stderr=open(root / "monitor.stderr", "w"), text=True,
         env=env, cwd=args.monitor_root)
@@ -333,6 +338,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--results", help="write the figures as JSON here")
     parser.add_argument("--monitor-root", default=str(REPO),
                         help="run `python -m monitor` from this dir (a patched copy)")
+    parser.add_argument("--heap-stats", metavar="FILE",
+                        help="sample the monitor's allocators into FILE (bench/soak_heap.py)")
     parser.add_argument("--writer", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.warmup_minutes is None:
