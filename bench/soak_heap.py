@@ -28,6 +28,8 @@ import psutil
 
 sys.path.insert(0, os.getcwd())    # bench_soak runs it in --monitor-root: that tree's monitor
 
+from monitor.heap import give_back_free_memory
+
 MALLINFO_FIELDS = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
                    "uordblks", "fordblks", "keepcost")
 
@@ -68,7 +70,7 @@ def pymalloc_stats() -> dict[str, int]:
 
 def sample(process: psutil.Process, trim: bool) -> dict:
     if trim:
-        LIBC.malloc_trim(0)
+        give_back_free_memory()
     info = LIBC.mallinfo2()
     return {"t": round(time.time(), 1), "rss": process.memory_info().rss,
             "glibc": {name: getattr(info, name) for name in MALLINFO_FIELDS},
