@@ -8,7 +8,9 @@ headless, and timestamps every snapshot the ingest thread publishes. Reported pe
   (from the generator's manifest), each shown in a live state (not ``done``);
 - first scan done: the whole history read (the progress indicator gone), and the RSS, the
   process CPU time and the number of snapshots published then (each era runs in a
-  process of its own, so one era's memory is not counted in the next);
+  process of its own, so one era's memory is not counted in the next), with the CPU time
+  and the peak RSS of the history reader processes (``history.reader_processes``;
+  ``--readers 0,auto`` runs the board without them and with them, in turn);
 - the MB still to read when the active sessions were shown;
 - the first scan against the read floor of the same dir (``bench_read_floor``: every row
   read and every blob decompressed, or every transcript read and split into lines), timed
@@ -22,13 +24,16 @@ Goal: active sessions within 2 s. The data comes from ``bench/gen_large_state.py
 Usage::
 
     .venv/bin/python bench/bench_first_board.py [--dir /tmp/clawwatch-bench] [--eras sqlite,legacy]
+        [--readers 0,auto]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -46,20 +51,27 @@ GOAL_SECONDS = 2.0
 LIVE_STATES = ("running", "stalled", "looping", "idle")
 
 
-async def measure(state_dir: str, running_keys: set[str], scan_limit: float) -> dict:
+async def measure(state_dir: str, running_keys: set[str], scan_limit: float,
+                  readers: int | None = None) -> dict:
     from monitor.config import Config
     from monitor.ui.factory import DashboardOptions, build_app
 
+    config = Config()
+    config = dataclasses.replace(config, history=dataclasses.replace(
+        config.history, reader_processes=readers))
     started = time.perf_counter()
-    app = build_app(DashboardOptions(state_dir=state_dir), config=Config())
+    app = build_app(DashboardOptions(state_dir=state_dir), config=config)
     result: dict = {}
     cpu_started = time.process_time()
+    children_cpu_started = _children_cpu()
     disk_started = _disk_read_bytes()
+    readers_rss = Peak()
     seen = -1
     async with app.run_test(size=(200, 60)):
         while True:
             snapshot = app.latest
             now = time.perf_counter() - started
+            readers_rss.sample()
             if now > scan_limit:
                 result["scan_done_s"] = None
                 break
@@ -81,6 +93,8 @@ async def measure(state_dir: str, running_keys: set[str], scan_limit: float) -> 
                 result["sessions_on_board"] = len(snapshot.rows)
                 result["rss_mb_then"] = round(psutil.Process().memory_info().rss / 1e6)
                 result["cpu_s_then"] = round(time.process_time() - cpu_started, 1)
+                result["reader_cpu_s"] = round(_children_cpu() - children_cpu_started, 1)
+                result["reader_peak_rss_mb"] = round(readers_rss.peak / 1e6)
                 result["disk_mb_then"] = round((_disk_read_bytes() - disk_started) / 1e6)
                 result["snapshots"] = snapshot.seq
                 break
@@ -95,34 +109,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scan-limit", type=float, default=900.0,
                         help="stop waiting for the first scan after this many seconds")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--readers", default="auto",
+                        help="history.reader_processes to run with, comma-separated, each "
+                             "in turn (auto: the config's default; 0: none), e.g. 0,auto")
     args = parser.parse_args(argv)
     root = Path(args.dir)
     manifest = json.loads((root / "manifest.json").read_text())
     running = {s["key"] for s in manifest["sessions"] if s.get("status") == "running"}
     rows = []
     eras = args.eras.split(",")
+    reader_counts = args.readers.split(",")
     for era in eras:
-        if len(eras) > 1:       # each era in a fresh process: RSS is not the previous era's
-            out = subprocess.run([sys.executable, __file__, "--dir", args.dir, "--eras", era,
-                                  "--scan-limit", str(args.scan_limit), "--json"],
-                                 check=True, capture_output=True, text=True).stdout
-            rows.extend(json.loads(out))
-            continue
-        result = asyncio.run(measure(str(root / era), running, args.scan_limit))
-        rows.append({"era": era, "running_sessions": len(running), **result,
-                     **read_floor(era, root / era)})
+        for readers in reader_counts:
+            if len(eras) > 1 or len(reader_counts) > 1:     # each run in a fresh process:
+                out = subprocess.run(                        # RSS is not the last run's
+                    [sys.executable, __file__, "--dir", args.dir, "--eras", era,
+                     "--scan-limit", str(args.scan_limit), "--readers", readers, "--json"],
+                    check=True, capture_output=True, text=True).stdout
+                rows.extend(json.loads(out))
+                continue
+            count = None if readers == "auto" else int(readers)
+            result = asyncio.run(measure(str(root / era), running, args.scan_limit, count))
+            rows.append({"era": era, "readers": readers, "running_sessions": len(running),
+                         **result, **read_floor(era, root / era)})
     if args.json:
         print(json.dumps(rows))
         return 0
     for row in rows:
         active = row.get("active_shown_s")
         verdict = "met" if active is not None and active <= GOAL_SECONDS else "missed"
-        print(f"{row['era']:7} first rows {row.get('first_rows_s')} s "
+        print(f"{row['era']:7} readers {row['readers']}: first rows {row.get('first_rows_s')} s "
               f"({row.get('first_rows_count')} sessions); {row['running_sessions']} running "
               f"sessions shown at {active} s with {row.get('mb_left_then')} MB still to read "
               f"({verdict}, goal <= {GOAL_SECONDS:g} s); first scan done at "
               f"{row.get('scan_done_s')} s, {row.get('sessions_on_board')} sessions, "
-              f"RSS {row.get('rss_mb_then')} MB, CPU {row.get('cpu_s_then')} s, "
+              f"RSS {row.get('rss_mb_then')} MB, CPU {row.get('cpu_s_then')} s (readers: "
+              f"{row.get('reader_cpu_s')} s, peak RSS {row.get('reader_peak_rss_mb')} MB), "
               f"{row.get('disk_mb_then')} MB read from disk, {row.get('snapshots')} snapshots")
         if row.get("scan_done_s") is not None:
             print(f"{'':7} read floor {row['floor_s']} s wall, {row['floor_cpu_s']} s CPU: first "
@@ -130,6 +152,33 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['cpu_s_then'] / row['floor_cpu_s']:.1f}x CPU; the floor read "
                   f"{row['floor_disk_mb']} MB from disk")
     return 0
+
+
+class Peak:
+    """The largest summed RSS of this process's reader processes, sampled at most every
+    0.2 s (a board's first scan may start ``history.reader_processes`` of them)."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._at = 0.0
+
+    def sample(self) -> None:
+        now = time.monotonic()
+        if now - self._at < 0.2:
+            return
+        self._at = now
+        total = 0
+        for child in psutil.Process().children(recursive=True):
+            try:
+                total += child.memory_info().rss
+            except psutil.Error:
+                pass
+        self.peak = max(self.peak, total)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def read_floor(era: str, state_dir: Path) -> dict:

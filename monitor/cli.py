@@ -355,6 +355,7 @@ def cmd_watch(args) -> int:
     from monitor.pipeline import Monitor, history_cutoff
     from monitor.restart import ReportedBefore, rewound
     from monitor.sources.checkpoint import CheckpointStore, default_checkpoint_path
+    from monitor.sources.history_split import reader_processes
 
     stop = install_stop_signals()       # a signal during setup ends the loop at its start
     stream = _log_stream(args)
@@ -382,7 +383,8 @@ def cmd_watch(args) -> int:
         resume=resume if args.from_start else rewound(resume), log_stream=stream,
         from_start=args.from_start, claude_dirs=tuple(found.claude_dirs),
         codex_dirs=tuple(found.codex_dirs),
-        rolling_log_dirs=tuple(found.log_dirs) if found.log_is_rolling and not stream else ())
+        rolling_log_dirs=tuple(found.log_dirs) if found.log_is_rolling and not stream else (),
+        history_readers=reader_processes(config.history.reader_processes))
     monitor = Monitor(sources, _engine(config),
                       detect_since=None if args.from_start else history_cutoff(config))
     if resume is not None and not args.from_start:

@@ -209,6 +209,32 @@ class SourceNotice(msgspec.Struct, frozen=True):
     message: str
 
 
+class CountedHistory(msgspec.Struct, frozen=True):
+    """Consecutive counted-only events of one session (``transcript_light``), summed by a
+    history reader process (``sources.history_reader``) for a monitor that folds quietly:
+    folding it changes the session as folding each of them would."""
+
+    session_id: str
+    #: The first event's.
+    origin: str
+    first_ts: float | None
+    last_ts: float | None
+    tool_calls: int
+    tools: dict[str, int]
+    assistant_messages: int
+    tokens_input: int
+    tokens_output: int
+    tokens_total: int
+    #: Each reply's cost that is not zero, in order (float sums depend on their order).
+    costs: tuple[float, ...]
+    errors: int
+    #: The last model a reply named, the run the last prompt with one started, and every
+    #: run named, in order, without repeats in a row.
+    model: str | None
+    user_run_id: str | None
+    run_ids: tuple[str, ...]
+
+
 TranscriptEvent = (
     SessionStart
     | UserMessage

@@ -18,6 +18,7 @@ from monitor.detect.findings import Finding
 from monitor.events import (
     TRANSCRIPT_EVENT_TYPES,
     AssistantMessage,
+    CountedHistory,
     GatewayNotice,
     SessionInfo,
     SourceError,
@@ -173,7 +174,7 @@ class Monitor:
             set_count_only(CountOnly(detect_since, self._session_is_history))
         self.key_to_session: dict[str, str] = {}
         self.run_to_session = RunIndex(runs_kept or RUNS_KEPT)
-        self.quiet = False
+        self._quiet = False
         #: ``reported_before(event)``: a resumed ``watch`` reported it before it stopped
         #: (``monitor.restart``); folded like the rest, without output records.
         self.reported_before: Callable[[object], bool] | None = None
@@ -188,6 +189,19 @@ class Monitor:
         self._swept_at = float("-inf")
 
     # ------------------------------------------------------------------ public
+
+    @property
+    def quiet(self) -> bool:
+        """Fold without output records (a catch-up). The sources are told: history read
+        while quiet may come summed (``CountedHistory``)."""
+        return self._quiet
+
+    @quiet.setter
+    def quiet(self, quiet: bool) -> None:
+        self._quiet = quiet
+        note_quiet = getattr(self.sources, "note_quiet", None)
+        if note_quiet is not None:
+            note_quiet(quiet)
 
     def step(self) -> list[Record]:
         """Poll every source once; return the output records it produced."""
@@ -255,6 +269,8 @@ class Monitor:
             records.append(self._source_record(event))
         elif isinstance(event, GatewayNotice):
             self._fold_notice(event, records)
+        elif isinstance(event, CountedHistory):
+            self._fold_counted(event)
         else:
             self._fold_transcript(event, records)
 
@@ -324,6 +340,33 @@ class Monitor:
         if (type(event) in COUNTED_TYPES and event.counted_only) or self.only_counts(event):
             return
         self._detect(state, event, records)
+
+    def _fold_counted(self, counted: CountedHistory) -> None:
+        """Fold ``counted`` as its events would be folded quietly, one by one."""
+        sid = counted.session_id
+        state = self.sessions.get(sid)
+        if state is None:
+            agent_of = getattr(self.sources, "agent_of", None)
+            state = self._session(sid, agent_of(counted.origin) if agent_of is not None else "")
+        state.touch(counted.first_ts)
+        state.touch(counted.last_ts)
+        state.from_transcript = True
+        state.known_from = None
+        for run_id in counted.run_ids:
+            self.run_to_session.note(run_id, sid, replace=False)
+        state.tool_calls += counted.tool_calls
+        for name, calls in counted.tools.items():
+            state.tools[name] += calls
+        state.assistant_messages += counted.assistant_messages
+        state.tokens_input += counted.tokens_input
+        state.tokens_output += counted.tokens_output
+        state.tokens_total += counted.tokens_total
+        for cost in counted.costs:
+            state.cost += cost
+        state.model = counted.model or state.model
+        state.errors += counted.errors
+        if counted.user_run_id:
+            state.run_id = counted.user_run_id
 
     def only_counts(self, event) -> bool:
         """``event`` is counted, not run through the detectors: it was read only to be

@@ -24,11 +24,9 @@ across sessions, in reading order), and a dir too small to be worth a process.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import multiprocessing
 import os
-import signal
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -39,6 +37,7 @@ from pathlib import Path
 from monitor import replay_cache
 from monitor.events import SessionInfo
 from monitor.heap import give_back_free_memory
+from monitor.lifetime import end_with_parent
 from monitor.pipeline import Monitor, SessionState
 from monitor.replay_tally import UnitTally
 from monitor.sources.base import ERROR_SAMPLES_KEPT, file_identity, sample_order
@@ -56,8 +55,6 @@ SHARDS_PER_JOB = 4
 SHARD_POLL_BYTES = 4 << 20
 #: What of an index record the cache's fingerprint holds: all of it (plain values).
 INDEX_RECORD_FIELDS = SessionInfo.__struct_fields__
-#: ``prctl`` option (linux/prctl.h): the signal a process gets when its parent ends.
-PR_SET_PDEATHSIG = 1
 #: Runs remembered while replaying: all of them (the log is read after every transcript).
 REPLAY_RUNS_KEPT = 1 << 62
 
@@ -273,18 +270,6 @@ def _read_shards(what: ReplayInput, config, engine_factory, shards: list
             return _share(pool, helpers, tasks, _read_shard_task)
     finally:
         gc.unfreeze()
-
-
-def end_with_parent(parent: int) -> None:
-    """A shard worker's start: it gets SIGTERM when the main process ends (Linux's
-    ``PR_SET_PDEATHSIG``, tied to the thread that forked it: the main one), so a replay
-    stopped mid-way leaves no worker reading on."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):       # not Linux
-        return
-    if os.getppid() != parent:              # it ended before that was in place
-        os._exit(0)
 
 
 def _share(pool: ProcessPoolExecutor, helpers: int, tasks: list, work: Callable) -> list:

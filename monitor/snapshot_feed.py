@@ -19,7 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from monitor.display import printable
-from monitor.events import AssistantMessage, GatewayNotice, SessionInfo, ToolCall, ToolResult
+from monitor.events import (
+    AssistantMessage,
+    CountedHistory,
+    GatewayNotice,
+    SessionInfo,
+    ToolCall,
+    ToolResult,
+)
 from monitor.redaction import clip, format_arguments, redact, redact_text, shown_start
 
 SLICE_EVENTS = 4000             # events released per step while a backlog drains
@@ -207,6 +214,11 @@ class SnapshotFeed:
             call = line.pending.pop(event.call_id, None) if line else None
             if call is not None:
                 self._fill(line, call, event)
+        elif isinstance(event, CountedHistory) and event.tool_calls:
+            line = self._timeline(event.session_id)
+            line.count += event.tool_calls
+            line.unread += event.tool_calls
+            line.usage = None
 
     def _timeline(self, session_id: str) -> _Timeline:
         line = self.timelines.get(session_id)

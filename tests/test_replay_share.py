@@ -57,7 +57,7 @@ def test_a_closed_pool_leaves_every_task_to_this_process():
 WORKER_THAT_NEVER_ENDS = """
 import multiprocessing, os, threading
 from concurrent.futures import ProcessPoolExecutor
-from monitor.replay import end_with_parent
+from monitor.lifetime import end_with_parent
 
 def block():
     print(os.getpid(), flush=True)

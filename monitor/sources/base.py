@@ -119,6 +119,10 @@ class Source:
         if shared and not self.count_shared_errors:
             return record
         self.errors += 1
+        self._keep_sample(record)
+        return record
+
+    def _keep_sample(self, record: SourceError) -> None:
         samples = self.error_samples
         place = sample_order(record.path, record.where)
         if len(samples) < ERROR_SAMPLES_KEPT or place < sample_order(samples[-1].path,
@@ -126,7 +130,14 @@ class Source:
             samples.append(record)
             samples.sort(key=lambda e: sample_order(e.path, e.where))
             del samples[ERROR_SAMPLES_KEPT:]
-        return record
+
+    def add_counts(self, events: int, errors: int, samples: list[SourceError]) -> None:
+        """Events and errors this source's files gave when read elsewhere (a history
+        reader), with their error samples."""
+        self.events += events
+        self.errors += errors
+        for record in samples:
+            self._keep_sample(record)
 
     def json_line(self, line, out: list) -> tuple[object, str] | None:
         """A transcript line (``tail.Line``) decoded: its JSON value and its text, or None

@@ -43,6 +43,7 @@ from itertools import islice
 from monitor.sources.base import Source
 from monitor.sources.legacy_index import SessionIndexReader
 from monitor.sources.legacy_listing import TranscriptListing
+from monitor.sources.legacy_split import LegacySplitting
 from monitor.sources.read_ahead import ReadAhead
 from monitor.sources.tail import (
     POLL_BUDGET_BYTES,
@@ -66,7 +67,7 @@ IDLE_CHECKS_PER_SECOND = 1000
 NOTICE_HOLD_SECONDS = 10.0
 
 
-class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
+class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplitting, Source):
     kind = "jsonl"
 
     def __init__(self, sessions_dir: str, agent_id: str, *, resume: dict | None = None,
@@ -170,6 +171,8 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
         self._read_index(out)
         self.note_running(out)
         self._follow_new(self._transcript_paths())
+        if not self._split_planned and self._order:
+            self._start_split()
         self._wake_idle()
         budget = self.poll_budget_bytes
         count = len(self._order)
@@ -183,8 +186,20 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
             if budget <= 0 or (step and self.out_of_time()):
                 stopped_at = path
                 break
-            follower = self._followers[path]
             sid = self._session_ids[path]
+            if self._split is not None and path in self._split \
+                    and self._split.reader_of(path):
+                taken, done = self._take_split(path, sid, out, budget)
+                budget -= taken
+                if not done:
+                    stopped_at = path
+                    break
+                if self._followers[path].suspended:     # a reader read it to its end
+                    self._unstarted.pop(path, None)
+                    self._read_ahead.started(path)
+                    idle.add(path)
+                    continue
+            follower = self._followers[path]
             if self._unstarted:
                 self._read_ahead.ahead_of(self._order, start + step, self._unstarted,
                                           self._followers)
@@ -192,7 +207,7 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
                 lines = follower.poll(max_bytes=min(budget, READ_STEP_BYTES))
                 budget -= follower.bytes_read
                 for line in lines:
-                    self._emit_line(sid, line, out)
+                    self.emit_line(sid, line, out)
                 if not follower.behind or budget <= 0 or self.out_of_time():
                     break
             self._unstarted.pop(path, None)
@@ -260,7 +275,8 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
         self._idle.pop(path, None)
         self._finished_archives.add(path)
 
-    def _emit_line(self, sid: str, line, out: list) -> None:
+    def emit_line(self, sid: str, line, out: list) -> None:
+        """The events (and errors) of one line of session ``sid``'s transcript."""
         text = self.line_text(line, out)
         if text is None:
             return
@@ -293,6 +309,7 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, Source):
         return {"files": files, "archives": sorted(self._finished_archives)}
 
     def close(self) -> None:
+        self._close_split()
         for follower in self._followers.values():
             follower.close()
         self._followers.clear()

@@ -48,8 +48,12 @@ class SourceSet:
                  log_stream: str | None = None, from_start: bool = False,
                  transcripts_only: bool = False, only_sessions: frozenset[str] | None = None,
                  count_shared_errors: bool = True, claude_dirs: tuple[str, ...] = (),
-                 codex_dirs: tuple[str, ...] = ()) -> None:
+                 codex_dirs: tuple[str, ...] = (), history_readers: int = 0) -> None:
         self.state_dir = state_dir
+        #: Reader processes a legacy source may give its counted history to in its first
+        #: scan (``history_split``); never in a replay or a shard.
+        self.history_readers = 0 if replay or transcripts_only else history_readers
+        self._quiet = False
         #: A shard of a split replay: no gateway log, only ``only_sessions``' transcripts
         #: (None: all), and the errors no session owns counted only if
         #: ``count_shared_errors``.
@@ -101,6 +105,9 @@ class SourceSet:
         source.only_sessions = self.only_sessions
         source.count_shared_errors = self.count_shared_errors
         source.count_only = self.count_only
+        if hasattr(source, "history_readers"):
+            source.history_readers = self.history_readers
+            source.note_quiet(self._quiet)
         if sid not in self._known:
             self._known.add(sid)
             self.sources.append(source)
@@ -226,6 +233,14 @@ class SourceSet:
         self.count_only = count_only
         for source in self.sources:
             source.count_only = count_only
+
+    def note_quiet(self, quiet: bool) -> None:
+        """Whether the monitor folds quietly now (``Monitor.quiet``): only then may a first
+        scan's history come summed from reader processes."""
+        self._quiet = quiet
+        for source in self.sources:
+            if hasattr(source, "note_quiet"):
+                source.note_quiet(quiet)
 
     def session_reader(self, session_id: str) -> SourceSet:
         """A set that reads one session's transcripts from their start to their end (a

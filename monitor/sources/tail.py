@@ -88,6 +88,7 @@ class FileFollower(FileIdentity):
         rotated_grace_seconds: float = ROTATED_GRACE_SECONDS,
         partial_line_grace: float | None = PARTIAL_LINE_GRACE_SECONDS,
         own_archives: Callable[[str], bool] | None = None,
+        suspended: tuple | None = None,
     ) -> None:
         self.path = path
         #: Which names beside the path (``<name>.<suffix>``) are its own archives, where a
@@ -110,6 +111,8 @@ class FileFollower(FileIdentity):
         #: ``(last_growth, grown_to)`` of a file suspended with a partial last line unread,
         #: so that line is still read after its grace time (and that time is not restarted).
         self._suspended_partial: tuple[float, int] | None = None
+        if suspended is not None:       # ``suspension()`` of a follower in another process
+            self._suspended_as, self._suspended_partial = suspended
         self._start_at_end = start_at_end
         self._budget = UNLIMITED
         self.notices: list[TailNotice] = []
@@ -179,6 +182,14 @@ class FileFollower(FileIdentity):
     @property
     def suspended(self) -> bool:
         return self._suspended_as is not None
+
+    def suspension(self) -> tuple | None:
+        """What a suspended follower keeps of its file besides ``state()``: given back as
+        ``suspended``, a follower of the same path resumes as this one would (a history
+        reader's, ``history_reader``). None when not suspended."""
+        if self._suspended_as is None:
+            return None
+        return self._suspended_as, self._suspended_partial
 
     def changed(self) -> bool:
         """Whether a ``poll`` could find anything to do: True while a descriptor is open or a

@@ -54,10 +54,13 @@ def _monitor_factory(state_dir: str | None, log_path: str | None, config: Config
     def make():
         from monitor.detect.engine import DetectionEngine
         from monitor.pipeline import Monitor, history_cutoff
+        from monitor.sources.history_split import reader_processes
         from monitor.sources.sourceset import SourceSet
 
+        readers = reader_processes(config.history.reader_processes)
         return Monitor(SourceSet(state_dir=state_dir, log_path=log_path,
-                                 claude_dirs=claude_dirs, codex_dirs=codex_dirs),
+                                 claude_dirs=claude_dirs, codex_dirs=codex_dirs,
+                                 history_readers=readers),
                        DetectionEngine(config), detect_since=history_cutoff(config, clock()))
 
     return make

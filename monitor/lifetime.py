@@ -1,0 +1,23 @@
+"""Helper processes that end with the process that started them."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+
+#: ``prctl`` option (linux/prctl.h): the signal a process gets when its parent ends.
+PR_SET_PDEATHSIG = 1
+
+
+def end_with_parent(parent: int) -> None:
+    """Called first in a helper process (a replay worker, a history reader): it gets SIGTERM
+    when its parent ends (Linux's ``PR_SET_PDEATHSIG``, tied to the thread that started it),
+    so a monitor or replay stopped mid-way leaves no helper reading on; it exits at once if
+    the parent ``parent`` ended before that was in place."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):       # not Linux
+        return
+    if os.getppid() != parent:
+        os._exit(0)
