@@ -1,16 +1,18 @@
-"""A first scan's history read by reader processes (``sources.history_split``).
+"""A first scan's history read by reader processes (``sources.history_split``), in both
+storage eras.
 
-The monitor folds what a scan reading every file itself folds, in the same order: sessions,
-runs, timelines, records, source counts and checkpoints are equal, whole files or in small
-parts, with a reader killed half-way, a session that turns running, or a monitor that stops
-being quiet. What is appended to a file after its reader read it is read once. Readers end
-with their source and with the process that started them.
+The monitor folds what a scan reading every transcript or row itself folds, in the same
+order: sessions, runs, timelines, records, source counts and checkpoints are equal, whole or
+in small parts, with a reader killed half-way, a session that turns running, or a monitor
+that stops being quiet. What is appended to a transcript or a session after its reader read
+it is read once. Readers end with their source and with the process that started them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -32,11 +34,11 @@ from monitor.sources.sourceset import SourceSet
 @pytest.fixture(autouse=True)
 def give_from_the_start(monkeypatch):
     """The generated dir has 80 transcripts: readers are given paths from the second on."""
-    monkeypatch.setattr(history_split, "LOOKAHEAD_PATHS", 1)
+    monkeypatch.setattr(history_split, "LOOKAHEAD_KEYS", 1)
 
 
 class Scan:
-    """A quiet first scan of ``state_dir``'s legacy era as the board runs it: a
+    """A quiet first scan of ``state_dir`` (one era) as the board runs it: a
     ``SnapshotFeed`` between the sources and the monitor."""
 
     def __init__(self, state_dir, since: float, readers: int, *, part_bytes: int = 0,
@@ -95,7 +97,18 @@ class Scan:
             "timelines": {sid: (line.count, line.unread, line.usage)
                           for sid, line in self.feed.timelines.items()},
             "checkpoint": self.sources.checkpoint(),
+            "read": (getattr(self.sharing, "_rows_read", None),
+                     getattr(self.sharing, "_decoded_bytes_read", None)),
         }
+
+    @property
+    def sharing(self):
+        """The source that shares its history (the era's transcripts or database)."""
+        return next(s for s in self.sources.sources if s.kind != "gateway-log")
+
+    def session_of(self, key: str) -> str:
+        """The session of what a reader was given: a transcript's, or the session itself."""
+        return getattr(self.sharing, "_session_ids", {}).get(key, key)
 
     def close(self) -> None:
         self.sources.close()
@@ -109,23 +122,44 @@ def _scan(state_dir, since, readers, **options) -> tuple[dict, list[dict], dict]
         scan.close()
 
 
+ERAS = pytest.mark.parametrize("era", ["legacy", "sqlite"])
+#: A reply in 2099: after any cutoff.
+ENTRY = {"type": "message", "timestamp": "2099-01-01T00:00:00.000Z",
+         "message": {"role": "assistant", "timestamp": 4070908800000, "content": [],
+                     "usage": {"input": 7, "output": 3, "totalTokens": 10},
+                     "stopReason": "stop"}}
+
+
+@ERAS
 @pytest.mark.parametrize("options", [{}, {"part_bytes": 2048, "poll_budget": 16384}],
-                         ids=["whole files", "small parts"])
-def test_a_scan_with_a_reader_folds_what_one_reading_every_file_folds(
-        generated_state_dirs, options):
-    state_dir = generated_state_dirs / "legacy"
+                         ids=["whole", "small parts"])
+def test_a_scan_with_a_reader_folds_what_one_reading_everything_folds(
+        generated_state_dirs, era, options, monkeypatch):
+    state_dir = generated_state_dirs / era
     since = _middle_time(generated_state_dirs)
     alone, alone_records, none_summed = _scan(state_dir, since, 0, **options)
+    take = history_split.HistorySplit.take
+    parts_before_the_last = []
+
+    def counting_take(split, key, timeout):
+        part = take(split, key, timeout)
+        if part and not part.last:
+            parts_before_the_last.append(key)
+        return part
+
+    monkeypatch.setattr(history_split.HistorySplit, "take", counting_take)
     split, split_records, summed = _scan(state_dir, since, 1, **options)
     assert not none_summed
     assert len(summed) > 20, summed         # most of the 80 sessions came from the reader
+    assert bool(parts_before_the_last) == bool(options)
     assert split == alone
     assert split_records == alone_records
 
 
-def test_a_reader_killed_half_way_leaves_the_rest_to_the_source(generated_state_dirs,
+@ERAS
+def test_a_reader_killed_half_way_leaves_the_rest_to_the_source(generated_state_dirs, era,
                                                                 monkeypatch):
-    state_dir = generated_state_dirs / "legacy"
+    state_dir = generated_state_dirs / era
     since = _middle_time(generated_state_dirs)
     alone, alone_records, _ = _scan(state_dir, since, 0, part_bytes=4096)
     take = history_split.HistorySplit.take
@@ -146,22 +180,22 @@ def test_a_reader_killed_half_way_leaves_the_rest_to_the_source(generated_state_
     assert split_records == alone_records
 
 
-def test_a_session_that_turns_running_is_read_by_the_source_in_full(generated_state_dirs,
+@ERAS
+def test_a_session_that_turns_running_is_read_by_the_source_in_full(generated_state_dirs, era,
                                                                    monkeypatch):
-    """Its index says running before the source reaches its file: the reader's sums of it
-    are not taken, and the source reads it as it reads a running session."""
-    state_dir = generated_state_dirs / "legacy"
+    """Its index says running before the source reaches it: the reader's sums of it are not
+    taken, and the source reads it as it reads a running session."""
+    state_dir = generated_state_dirs / era
     since = _middle_time(generated_state_dirs)
     reader_of = history_split.HistorySplit.reader_of
     turned: list[str] = []
     scan = Scan(state_dir, since, 1)
-    legacy = next(s for s in scan.sources.sources if s.kind == "jsonl")
 
-    def turning_running(split, path):
-        given = reader_of(split, path)
+    def turning_running(split, key):
+        given = reader_of(split, key)
         if given and not turned:
-            turned.append(legacy._session_ids[path])
-            legacy.running_sessions.add(turned[0])
+            turned.append(scan.session_of(key))
+            scan.sharing.running_sessions.add(turned[0])
         return given
 
     monkeypatch.setattr(history_split.HistorySplit, "reader_of", turning_running)
@@ -174,8 +208,9 @@ def test_a_session_that_turns_running_is_read_by_the_source_in_full(generated_st
         scan.close()
 
 
-def test_a_monitor_that_stops_being_quiet_reads_the_rest_itself(generated_state_dirs):
-    state_dir = generated_state_dirs / "legacy"
+@ERAS
+def test_a_monitor_that_stops_being_quiet_reads_the_rest_itself(generated_state_dirs, era):
+    state_dir = generated_state_dirs / era
     since = _middle_time(generated_state_dirs)
     alone = Scan(state_dir, since, 0)
     split = Scan(state_dir, since, 1, part_bytes=4096)
@@ -186,30 +221,25 @@ def test_a_monitor_that_stops_being_quiet_reads_the_rest_itself(generated_state_
         for scan in (alone, split):
             scan.monitor.quiet = False
             scan.run()
-        legacy = next(s for s in split.sources.sources if s.kind == "jsonl")
-        assert split.summed == summed_while_quiet and legacy._split is None
+        assert split.summed == summed_while_quiet and split.sharing._split is None
         assert split.folded() == alone.folded()
     finally:
         alone.close()
         split.close()
 
 
-def test_lines_appended_after_the_reader_read_a_file_are_read_once(tmp_path, monkeypatch):
+def test_lines_appended_after_the_reader_read_a_transcript_are_read_once(tmp_path, monkeypatch):
     dirs = generate_state_dirs(tmp_path / "dirs")
     state_dir = dirs / "legacy"
     since = _middle_time(dirs)
     take = history_split.HistorySplit.take
     appended: dict[str, int] = {}
-    entry = {"type": "message", "timestamp": "2099-01-01T00:00:00.000Z",
-             "message": {"role": "assistant", "timestamp": 4070908800000, "content": [],
-                         "usage": {"input": 7, "output": 3, "totalTokens": 10},
-                         "stopReason": "stop"}}
 
     def take_then_append(split, path, timeout):
         part = take(split, path, timeout)
         if part and part.last and part.suspended and len(appended) < 3:
             with open(path, "a") as handle:
-                handle.write(json.dumps(entry) + "\n")
+                handle.write(json.dumps(ENTRY) + "\n")
             appended[path] = os.path.getsize(path)
         return part
 
@@ -225,7 +255,7 @@ def test_lines_appended_after_the_reader_read_a_file_are_read_once(tmp_path, mon
                 "offset"] == size
         before = {sid: s.assistant_messages for sid, s in scan.monitor.sessions.items()}
         with open(next(iter(appended)), "a") as handle:
-            handle.write(json.dumps(entry) + "\n")
+            handle.write(json.dumps(ENTRY) + "\n")
         scan.run()
         grown = {sid: s.assistant_messages - before[sid]
                  for sid, s in scan.monitor.sessions.items() if s.assistant_messages
@@ -254,7 +284,7 @@ def test_readers_end_with_the_process_that_started_them(generated_state_dirs):
     script = (
         "import sys, time\n"
         "from monitor.sources import history_split\n"
-        "history_split.LOOKAHEAD_PATHS = 1\n"
+        "history_split.LOOKAHEAD_KEYS = 1\n"
         "from monitor.detect.engine import DetectionEngine\n"
         "from monitor.pipeline import Monitor\n"
         "from monitor.sources.sourceset import SourceSet\n"
@@ -282,3 +312,43 @@ def test_readers_end_with_the_process_that_started_them(generated_state_dirs):
     finally:
         owner.kill()
         owner.wait()
+
+
+def test_rows_added_after_the_reader_read_a_session_are_read_once(tmp_path, monkeypatch):
+    dirs = generate_state_dirs(tmp_path / "dirs")
+    since = _middle_time(dirs)
+    db = dirs / "sqlite" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    take = history_split.HistorySplit.take
+    added: dict[str, int] = {}
+
+    def add_row(sid: str) -> int:
+        with sqlite3.connect(db) as conn:
+            seq = conn.execute("SELECT max(seq) FROM transcript_events WHERE session_id = ?",
+                               (sid,)).fetchone()[0] + 1
+            conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, "
+                         "created_at) VALUES (?, ?, ?, 0)", (sid, seq, json.dumps(ENTRY)))
+        return seq
+
+    def take_then_add(split, sid, timeout):
+        part = take(split, sid, timeout)
+        if part and part.last and len(added) < 3:
+            added[sid] = add_row(sid)
+        return part
+
+    monkeypatch.setattr(history_split.HistorySplit, "take", take_then_add)
+    scan = Scan(dirs / "sqlite", since, 1).run()
+    try:
+        assert len(added) == 3
+        cursors = scan.sources.checkpoint()[f"sqlite:{scan.sharing.path}"]["seq"]
+        for sid, seq in added.items():
+            assert scan.monitor.sessions[sid].last_ts == 4070908800.0
+            assert cursors[sid] == seq
+        before = {sid: s.assistant_messages for sid, s in scan.monitor.sessions.items()}
+        add_row(next(iter(added)))
+        scan.run()
+        grown = {sid: s.assistant_messages - before[sid]
+                 for sid, s in scan.monitor.sessions.items() if s.assistant_messages
+                 != before[sid]}
+        assert grown == {next(iter(added)): 1}
+    finally:
+        scan.close()

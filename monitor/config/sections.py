@@ -272,8 +272,8 @@ class HistoryConfig:
     #: hibernates: its detector state shrinks to a summary that keeps its call numbering,
     #: token total and raised levels, and wakes on its next event; null: never.
     hibernate_after: float | None = field(default=1800.0, metadata=_range(0, 10**10))
-    #: Processes that read counted history beside the first scan (legacy transcripts);
-    #: null: one fewer than the cores (at most 3); 0: none.
+    #: Processes that read counted history beside the first scan (legacy transcripts,
+    #: SQLite sessions); null: one fewer than the cores (at most 3); 0: none.
     reader_processes: int | None = field(default=None, metadata=_range(0, 16))
 
 

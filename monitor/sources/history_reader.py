@@ -1,23 +1,24 @@
-"""A process that reads whole transcripts of counted history beside a first scan.
+"""A process that reads counted history beside a first scan.
 
-A board or ``watch`` starting on a state dir of thousands of old transcripts spends its first
-scan decoding history it only counts (``transcript_light``). The legacy source gives some of
-those transcripts to reader processes (``history_split``); this one reads each file as the
-source would (``LegacySessionsSource.emit_line``) and sends it back in parts of at most
-``part_bytes`` of the file: its events, with each run of counted-only events summed into one
+A board or ``watch`` starting on a state dir of thousands of old sessions spends its first
+scan decoding history it only counts (``transcript_light``). The legacy and SQLite sources
+give some of it to reader processes (``history_split``, ``split_source``); this one reads
+each transcript file (``LegacySessionsSource.emit_line``) or each session's rows
+(``SqliteAgentSource.read_row``) as the source would, and sends it back in parts of at most
+``part_bytes``: its events, with each run of counted-only events summed into one
 ``CountedHistory`` (the source folds them only while the monitor is quiet, when a sum folds
-as its events would), the source's counts and notices, and the follower's position after the
-part's last complete line. After the last part the follower is suspended, so the source
-resumes the file as it resumes its own idle files, from that position, and reads what is
-appended later once.
+as its events would), the source's counts and notices, and where to read on: the follower's
+position after the part's last complete line, or the last seq read. After a file's last part
+its follower is suspended, so the source resumes the file as it resumes its own idle files
+and reads what is appended later once; a session's later rows are past its cursor.
 
 "Counted" is decided here as the monitor decides it: an entry before ``since`` of a session
 with no entry at or after ``since`` read yet (the source gives only sessions the monitor
 holds as history and its index does not call running).
 
-Protocol: on standard input a pickled ``HistoryRequest``, then each file to read as a pickled
-``(index, path, session_id)`` as the source gives it (its end: no more); on standard output a
-frame per part: its length, the file's index and whether it is the file's last part
+Protocol: on standard input a pickled ``HistoryRequest``, then each file or session to read as
+a pickled ``(index, key, session_id)`` as the source gives it (its end: no more); on standard
+output a frame per part: its length, the index and whether it is the last part
 (``FRAME_HEADER``), then the pickled ``HistoryPart``. Standard error is not read."""
 
 from __future__ import annotations
@@ -48,10 +49,12 @@ COUNTED_TYPES = frozenset({AssistantMessage, ToolCall, ToolResult, UserMessage})
 
 @dataclass(frozen=True)
 class HistoryRequest:
-    """What every file given to a reader shares."""
+    """What every file or session given to a reader shares. ``kind``: "jsonl" (``path`` is a
+    legacy sessions dir) or "sqlite" (``path`` is an agent database)."""
 
     parent_pid: int
-    sessions_dir: str
+    kind: str
+    path: str
     agent_id: str
     include_archives: bool
     since: float
@@ -60,12 +63,16 @@ class HistoryRequest:
 
 @dataclass
 class HistoryPart:
-    """What reading one part of ``path`` gave. ``last``: the file's end was reached (a last
-    line without its newline is left for the source, as its own follower would)."""
+    """What reading one part of a transcript file or a session's rows gave: where to read on
+    from (a ``FollowerState``, or the last seq read), ``last``: its end was reached (a last
+    line without its newline is left for the source, as its own follower would), the bytes
+    and rows read."""
 
-    path: str
-    state: FollowerState | None
+    key: str
+    state: FollowerState | int | None
     last: bool
+    size: int
+    rows: int = 0
     events: list = field(default_factory=list)
     event_count: int = 0
     error_count: int = 0
@@ -75,51 +82,109 @@ class HistoryPart:
     suspended: tuple | None = None
 
 
-def read_parts(request: HistoryRequest, files, send) -> None:
-    """Read each ``(index, path, session_id)`` of ``files`` and ``send(index, part)`` each
-    ``HistoryPart`` of it."""
-    from monitor.sources.legacy import LegacySessionsSource
-    from monitor.sources.tail import FileFollower
+def read_parts(request: HistoryRequest, given, send) -> None:
+    """Read each ``(index, key, session_id)`` of ``given`` (a transcript path or a session
+    id, by ``request.kind``) and ``send(index, part)`` each ``HistoryPart`` of it."""
     from monitor.sources.transcript_light import CountOnly
-    from monitor.sources.transcript_names import is_archive
 
     since = request.since
     newest: dict[str, float] = {}
-    source = LegacySessionsSource(request.sessions_dir, request.agent_id,
+    count_only = CountOnly(since, lambda sid: newest.get(sid, float("-inf")) < since)
+    read = _transcript_parts if request.kind == "jsonl" else _session_parts
+    read(request, count_only, newest, given, send)
+
+
+def _transcript_parts(request: HistoryRequest, count_only, newest: dict, given, send) -> None:
+    from monitor.sources.legacy import LegacySessionsSource
+    from monitor.sources.tail import FileFollower
+    from monitor.sources.transcript_names import is_archive
+
+    source = LegacySessionsSource(request.path, request.agent_id,
                                   include_archives=request.include_archives)
-    source.count_only = CountOnly(
-        since, lambda session_id: newest.get(session_id, float("-inf")) < since)
-    for index, path, session_id in files:
+    source.count_only = count_only
+    for index, path, sid in given:
         follower = FileFollower(path, own_archives=None if request.include_archives
                                 else is_archive)
         while True:
-            source.events = source.errors = 0
-            source.error_samples = []
-            events: list = []
-            summed = _Sum(session_id)
+            part = _Part(source, sid, count_only.since, newest)
             for line in follower.poll(max_bytes=request.part_bytes):
-                read: list = []
-                source.emit_line(session_id, line, read)
-                if all(type(event) in COUNTED_TYPES and event.counted_only for event in read):
-                    for event in read:
-                        summed.add(event)
-                    continue
-                summed.flush_to(events)
-                events += read
-                for event in read:
-                    ts = getattr(event, "ts", None)
-                    if ts is not None and ts >= since:
-                        newest[session_id] = ts
-            summed.flush_to(events)
+                part.add(source.emit_line, line)
             last = not follower.behind
             if last:
                 follower.suspend()
-            send(index, HistoryPart(path, follower.state(), last, events, source.events,
-                                    source.errors, source.error_samples,
-                                    follower.take_notices(), follower.suspension()))
+            send(index, part.finish(path, follower.state(), last, follower.bytes_read,
+                                    notices=follower.take_notices(),
+                                    suspended=follower.suspension()))
             if last:
                 break
         follower.close()
+
+
+def _session_parts(request: HistoryRequest, count_only, newest: dict, given, send) -> None:
+    from monitor.sources.sqlite_agent import SqliteAgentSource
+
+    source = SqliteAgentSource(request.path, request.agent_id)
+    source.count_only = count_only
+    conn = source.connect()
+    if conn is None:
+        return
+    sql = source.rows_sql()
+    for index, sid, _ in given:
+        while True:
+            part = _Part(source, sid, count_only.since, newest)
+            size = rows = 0
+            last = True
+            conn.execute("BEGIN")
+            found = conn.execute(sql, (sid, source.seq_cursor.get(sid, -1)))
+            try:
+                for row in found:
+                    if size >= request.part_bytes:
+                        last = False
+                        break
+                    rows += 1
+                    size += part.add(source.read_row, row)
+            finally:
+                found.close()
+                conn.execute("COMMIT")
+            send(index, part.finish(sid, source.seq_cursor.get(sid), last, size, rows=rows))
+            if last:
+                break
+    source.close()
+
+
+class _Part:
+    """One part being read: each line's or row's events, each run of counted-only events
+    summed (``_Sum``), and the source's counts from zero."""
+
+    def __init__(self, source, sid: str, since: float, newest: dict) -> None:
+        self.source, self.sid, self.since, self.newest = source, sid, since, newest
+        source.events = source.errors = 0
+        source.error_samples = []
+        self.events: list = []
+        self.summed = _Sum(sid)
+
+    def add(self, read, item) -> int:
+        """``read(sid, item, events)``'s events added; what it returned."""
+        events: list = []
+        returned = read(self.sid, item, events)
+        if all(type(event) in COUNTED_TYPES and event.counted_only for event in events):
+            for event in events:
+                self.summed.add(event)
+            return returned
+        self.summed.flush_to(self.events)
+        self.events += events
+        for event in events:
+            ts = getattr(event, "ts", None)
+            if ts is not None and ts >= self.since:
+                self.newest[self.sid] = ts
+        return returned
+
+    def finish(self, key: str, state, last: bool, size: int, *, rows: int = 0,
+               notices: list | None = None, suspended: tuple | None = None) -> HistoryPart:
+        self.summed.flush_to(self.events)
+        source = self.source
+        return HistoryPart(key, state, last, size, rows, self.events, source.events,
+                           source.errors, source.error_samples, notices or [], suspended)
 
 
 class _Sum:
@@ -182,15 +247,15 @@ class _Sum:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    given = sys.stdin.buffer
-    request = pickle.load(given)
+    stdin = sys.stdin.buffer
+    request = pickle.load(stdin)
     end_with_parent(request.parent_pid)
     out = sys.stdout.buffer
 
-    def files():
+    def given():
         while True:
             try:
-                yield pickle.load(given)
+                yield pickle.load(stdin)
             except EOFError:
                 return
 
@@ -201,6 +266,6 @@ def main() -> None:
         out.flush()
 
     try:
-        read_parts(request, files(), send)
+        read_parts(request, given(), send)
     except BrokenPipeError:         # the source stopped listening: nothing is left to do
         os._exit(0)

@@ -1,18 +1,18 @@
 """Counted history read by other processes during a first scan (``history_reader``).
 
-The source lists the transcripts it may give away (``HistorySplit``'s paths, in its poll
-order) and takes them in that order: a path a reader was given is folded from the reader's
-parts, any other is read by the source itself. So the monitor folds the same events in the
-same order as if the source had read every file, whoever read them.
+The source lists what it may give away (``HistorySplit``'s keys: transcript paths or
+session ids, in its poll order) and takes them in that order: one a reader was given is
+folded from the reader's parts, any other is read by the source itself. So the monitor
+folds the same events in the same order as if the source had read everything, whoever read
+it.
 
-Who reads what balances itself: a reader is given the next free path at least
-``LOOKAHEAD_PATHS`` ahead of the source each time it has fewer than ``QUEUED_PATHS`` to read;
-the source reads what it reaches ungiven. A slow source (folding) leaves the readers more; a
-slow reader (a large file) leaves the source more. A reader's frames are collected by a
-thread into a bounded buffer (``BUFFERED_BYTES``; beyond it the pipe fills and the reader
-waits). A path whose parts are not all taken (a reader that ended early, a session that
-stopped being history) is read on by the source from the last part taken.
-"""
+Who reads what balances itself: a reader is given the next free key at least
+``LOOKAHEAD_KEYS`` ahead of the source each time it has fewer than ``QUEUED_KEYS`` to
+read; the source reads what it reaches ungiven. A slow source (folding) leaves the readers
+more; a slow reader (a large file) leaves the source more. A reader's frames are collected
+by a thread into a bounded buffer (``BUFFERED_BYTES``; beyond it the pipe fills and the
+reader waits). A key whose parts are not all taken (a reader that ended early, a session
+that stopped being history) is read on by the source from the last part taken."""
 
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ from monitor.sources.history_reader import FRAME_HEADER, HistoryPart, HistoryReq
 MIN_SPLIT_BYTES = 32 << 20
 #: Frames read from a reader and not taken yet, at most (then it waits on a full pipe).
 BUFFERED_BYTES = 16 << 20
-#: How far ahead of the source a reader's next path is, and how many it has to read at once.
-LOOKAHEAD_PATHS = 64
-QUEUED_PATHS = 16
+#: How far ahead of the source a reader's next key is, and how many it has to read at once.
+LOOKAHEAD_KEYS = 64
+QUEUED_KEYS = 16
 FREE, GIVEN, OWN = 0, 1, 2
 _BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
          "from monitor.sources.history_reader import main; main()")
@@ -80,9 +80,9 @@ class HistoryReader:
             return False
         return True
 
-    def give(self, index: int, path: str, session_id: str) -> bool:
-        """Read ``path`` next (False: the reader is gone)."""
-        if self._give((index, path, session_id)):
+    def give(self, index: int, key: str, session_id: str) -> bool:
+        """Read ``key`` next (False: the reader is gone)."""
+        if self._give((index, key, session_id)):
             self.queued += 1
             return True
         self.taking = False
@@ -158,22 +158,22 @@ def _read_exactly(stream, size: int) -> bytes | None:
 
 
 class HistorySplit:
-    """``paths`` (``(path, session_id)`` in the source's poll order), shared between the
+    """``keys`` (``(key, session_id)`` in the source's poll order), shared between the
     source and ``readers`` reader processes (see the module docstring)."""
 
-    def __init__(self, request: HistoryRequest, paths: list[tuple[str, str]],
+    def __init__(self, request: HistoryRequest, keys: list[tuple[str, str]],
                  readers: int) -> None:
-        self._paths = paths
-        self._index = {path: index for index, (path, _) in enumerate(paths)}
-        self._state = bytearray(len(paths))
+        self._keys = keys
+        self._index = {key: index for index, (key, _) in enumerate(keys)}
+        self._state = bytearray(len(keys))
         self._given_to: dict[int, HistoryReader] = {}
-        #: Where the source is, and the last path given to a reader.
+        #: Where the source is, and the last key given to a reader.
         self._source_at = 0
         self._frontier = -1
         self._lock = threading.Lock()
-        #: A part a reader sent ahead of the path the source asked for: ``index -> part``.
+        #: A part a reader sent ahead of the key the source asked for: ``index -> part``.
         self._early: dict[int, HistoryPart] = {}
-        self._open = len(paths)
+        self._open = len(keys)
         self._readers: list[HistoryReader] = []
         try:
             for _ in range(readers):
@@ -184,46 +184,46 @@ class HistorySplit:
         for reader in self._readers:
             self.top_up(reader)
 
-    def __contains__(self, path: str) -> bool:
-        index = self._index.get(path)
+    def __contains__(self, key: str) -> bool:
+        index = self._index.get(key)
         return index is not None and self._state[index] != OWN
 
     def top_up(self, reader: HistoryReader, finished: int = 0) -> None:
-        """Give ``reader`` free paths ahead of the source until it has ``QUEUED_PATHS``
-        (``finished``: paths it has just read to their end)."""
+        """Give ``reader`` free keys ahead of the source until it has ``QUEUED_KEYS``
+        (``finished``: keys it has just read to their end)."""
         with self._lock:
             reader.queued -= finished
-            while reader.taking and reader.queued < QUEUED_PATHS:
-                start = max(self._frontier + 1, self._source_at + LOOKAHEAD_PATHS)
-                index = next((i for i in range(start, len(self._paths))
+            while reader.taking and reader.queued < QUEUED_KEYS:
+                start = max(self._frontier + 1, self._source_at + LOOKAHEAD_KEYS)
+                index = next((i for i in range(start, len(self._keys))
                               if self._state[i] == FREE), None)
                 if index is None:
                     reader.no_more()
                     return
                 self._frontier = index
-                path, session_id = self._paths[index]
-                if not reader.give(index, path, session_id):
+                key, session_id = self._keys[index]
+                if not reader.give(index, key, session_id):
                     return
                 self._state[index] = GIVEN
                 self._given_to[index] = reader
 
-    def reader_of(self, path: str) -> bool:
-        """Whether a reader reads ``path``; if none does yet, none will: the source does."""
-        index = self._index[path]
+    def reader_of(self, key: str) -> bool:
+        """Whether a reader reads ``key``; if none does yet, none will: the source does."""
+        index = self._index[key]
         with self._lock:
             self._source_at = max(self._source_at, index)
             if self._state[index] == FREE:
                 self._mark_own(index)
         for reader in self._readers:
-            if reader.taking and reader.queued < QUEUED_PATHS:
+            if reader.taking and reader.queued < QUEUED_KEYS:
                 self.top_up(reader)
         return self._state[index] == GIVEN
 
-    def take(self, path: str, timeout: float | None) -> HistoryPart | bool | None:
-        """The next part of ``path`` (given to a reader): None when it is not read yet
+    def take(self, key: str, timeout: float | None) -> HistoryPart | bool | None:
+        """The next part of ``key`` (given to a reader): None when it is not read yet
         (within ``timeout``), False when no more will come (the file is done, or given
         back: the source reads on from the last part taken)."""
-        index = self._index[path]
+        index = self._index[key]
         reader = self._given_to.get(index)
         if reader is None or self._state[index] != GIVEN:
             return False
@@ -233,23 +233,23 @@ class HistorySplit:
             if got is None:
                 return None
             if got is False:
-                self.give_back(path)
+                self.give_back(key)
                 return False
             sent_for, part = got
             if sent_for != index:
                 if sent_for > index and self._state[sent_for] == GIVEN:
-                    self._early[sent_for] = part        # the parts of ``path`` are gone
-                    self.give_back(path)
+                    self._early[sent_for] = part        # the parts of ``key`` are gone
+                    self.give_back(key)
                     return False
-                self.give_back(self._paths[sent_for][0])
+                self.give_back(self._keys[sent_for][0])
                 part = None
         if part.last:
-            self.give_back(path)
+            self.give_back(key)
         return part
 
-    def give_back(self, path: str) -> None:
-        """``path`` is read by the source from now on (what a reader sends of it is dropped)."""
-        index = self._index[path]
+    def give_back(self, key: str) -> None:
+        """``key`` is read by the source from now on (what a reader sends of it is dropped)."""
+        index = self._index[key]
         with self._lock:
             if self._state[index] != OWN:
                 self._mark_own(index)

@@ -54,6 +54,7 @@ from monitor.sources.sqlite_cold import ColdReader, has_cold_table
 from monitor.sources.sqlite_index import SessionIndexRows
 from monitor.sources.sqlite_open import DatabaseConnection, is_busy
 from monitor.sources.sqlite_ro import sql_int, type_name
+from monitor.sources.sqlite_split import SqliteSplitting
 from monitor.sources.transcript import UnknownEntry, parse_entry
 
 #: Decoded event JSON one poll reads at most (overshoot: one row, at most MAX_EVENT_BYTES).
@@ -72,7 +73,7 @@ SWEEP_SQL = "SELECT session_id, max(seq), max(rowid) FROM transcript_events GROU
 BAD_ROWS_KEPT = 10_000
 
 
-class SqliteAgentSource(DatabaseConnection, SessionIndexRows, Source):
+class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, Source):
     kind = "sqlite"
 
     def __init__(self, db_path: str, agent_id: str, *, resume: dict | None = None,
@@ -254,33 +255,28 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, Source):
             seen = self._pending.get(sid)
             self._pending[sid] = (rowid, seq) if seen is None else (
                 max(seen[0], rowid), max(seen[1], seq))
-        zstd_columns = ("event_zstd, event_utf8_bytes"
-                        if {"event_zstd", "event_utf8_bytes"} <= columns else "NULL, NULL")
-        sql = (f"SELECT seq, event_json, {zstd_columns}, rowid FROM transcript_events "
-               "WHERE session_id = ? AND seq > ? ORDER BY seq")
+        sql = self.rows_sql()
         spent_bytes = spent_rows = 0
+        if not self._split_planned:
+            self._start_split()
         for sid in sorted(self._pending, key=lambda s: self._pending[s][0], reverse=True):
+            if self._split is not None and sid in self._split and self._split.reader_of(sid):
+                taken, done = self._take_split(sid, sid, out,
+                                               self.poll_budget_bytes - spent_bytes)
+                spent_bytes += taken
+                if not done:
+                    self.behind = True
+                    break
             rows = conn.execute(sql, (sid, self.seq_cursor.get(sid, -1)))
             try:
-                for seq, event_json, event_zstd, utf8_bytes, rowid in rows:
+                for row in rows:
                     if spent_bytes >= self.poll_budget_bytes or spent_rows >= self.step_rows \
                             or (spent_rows and spent_rows % DEADLINE_CHECK_ROWS == 0
                                 and self.out_of_time()):
                         self.behind = True
                         break
                     spent_rows += 1
-                    if sql_int(seq) is None:    # text, blob, real or out of range: after ints
-                        self._bad_row(out, "transcript_events", rowid, (sid, seq),
-                                      f"seq is {type_name(seq)}, not an integer in range",
-                                      shared=False)
-                        continue
-                    try:
-                        spent_bytes += self._emit_row(sid, seq, event_json, event_zstd,
-                                                      utf8_bytes, out)
-                    except Exception as exc:  # one row must not stop the poll
-                        out.append(self.error(f"{sid}:{seq}", f"internal: row skipped: "
-                                                               f"{type(exc).__name__}: {exc}"))
-                    self.seq_cursor[sid] = seq
+                    spent_bytes += self.read_row(sid, row, out)
             finally:
                 rows.close()
             if self.behind:
@@ -294,6 +290,31 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, Source):
         self._rows_read += spent_rows
         self._decoded_bytes_read += spent_bytes
         self.backlog_bytes = self._estimate_backlog() + self._cold.backlog()
+
+    def rows_sql(self) -> str:
+        """The query of one session's rows past a seq, in seq order."""
+        zstd_columns = ("event_zstd, event_utf8_bytes"
+                        if {"event_zstd", "event_utf8_bytes"} <= self._columns.get(
+                            "transcript_events", set()) else "NULL, NULL")
+        return (f"SELECT seq, event_json, {zstd_columns}, rowid FROM transcript_events "
+                "WHERE session_id = ? AND seq > ? ORDER BY seq")
+
+    def read_row(self, sid: str, row: tuple, out: list) -> int:
+        """One row of ``rows_sql`` into ``out``, its seq the session's cursor; its decoded
+        size (``_emit_row``)."""
+        seq, event_json, event_zstd, utf8_bytes, rowid = row
+        if sql_int(seq) is None:            # text, blob, real or out of range: after ints
+            self._bad_row(out, "transcript_events", rowid, (sid, seq),
+                          f"seq is {type_name(seq)}, not an integer in range", shared=False)
+            return 0
+        size = 0
+        try:
+            size = self._emit_row(sid, seq, event_json, event_zstd, utf8_bytes, out)
+        except Exception as exc:            # one row must not stop the poll
+            out.append(self.error(f"{sid}:{seq}", f"internal: row skipped: "
+                                                   f"{type(exc).__name__}: {exc}"))
+        self.seq_cursor[sid] = seq
+        return size
 
     def _estimate_backlog(self) -> int:
         """Unread rows of the pending sessions (by seq range, which OpenClaw allocates densely)
@@ -347,9 +368,15 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, Source):
             out.append(self.error(where, f"cannot decode event_zstd: {exc}"))
             return None
 
+    def connect(self) -> sqlite3.Connection | None:
+        """The database opened as a poll opens it (a history reader's), None when it
+        cannot be."""
+        return self._conn if self._conn is not None or self._open([]) else None
+
     def checkpoint(self) -> dict:
         return {"seq": dict(self.seq_cursor), "rowid": self.row_watermark,
                 "nodes": self.nodes_watermark, "windows": self.windows_watermark}
 
     def close(self) -> None:
+        self._close_split()
         self._close()
