@@ -27,7 +27,7 @@ from monitor.events import CountedHistory
 from monitor.pipeline import Monitor
 from monitor.records import as_json_list
 from monitor.snapshot_feed import SnapshotFeed
-from monitor.sources import history_split
+from monitor.sources import history_split, split_source
 from monitor.sources.sourceset import SourceSet
 
 
@@ -364,5 +364,39 @@ def test_rows_added_after_the_reader_read_a_session_are_read_once(tmp_path, monk
                  for sid, s in scan.monitor.sessions.items() if s.assistant_messages
                  != before[sid]}
         assert grown == {next(iter(added)): 1}
+    finally:
+        scan.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_reader_that_sends_nothing_for_too_long_is_given_up(generated_state_dirs,
+                                                              monkeypatch):
+    """A reader stopped (SIGSTOP) after its first part: the source waits for it at most
+    ``READER_PATIENCE_SECONDS``, then reads the rest itself, and folds what it would have
+    folded alone."""
+    state_dir = generated_state_dirs / "legacy"
+    since = _middle_time(generated_state_dirs)
+    alone, alone_records, _ = _scan(state_dir, since, 0, part_bytes=4096)
+    monkeypatch.setattr(split_source, "READER_PATIENCE_SECONDS", 0.5)
+    take = history_split.HistorySplit.take
+    stopped: list[psutil.Process] = []
+
+    def take_then_stop(split, key, timeout):
+        part = take(split, key, timeout)
+        if part and not stopped:
+            for reader in split._readers:
+                process = psutil.Process(reader._process.pid)
+                process.suspend()
+                stopped.append(process)
+        return part
+
+    monkeypatch.setattr(history_split.HistorySplit, "take", take_then_stop)
+    scan = Scan(state_dir, since, 1, part_bytes=4096)
+    try:
+        scan.run()
+        assert stopped and scan.sharing._split is None
+        assert scan.folded() == alone
+        assert without_read_time(scan.records) == alone_records
+        assert not _still_running(stopped, 2.0)     # given up: killed, stopped or not
     finally:
         scan.close()

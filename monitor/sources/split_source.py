@@ -14,6 +14,9 @@ from monitor.sources.history_split import MIN_SPLIT_BYTES, HistorySplit
 #: Waiting for a reader's next part, at least this long once a step's deadline passed: the
 #: source has nothing else to do then, and returning at once would spin.
 MIN_WAIT_SECONDS = 0.02
+#: A reader that sends nothing the source waits for this long (stopped, starved, stuck on a
+#: file) is given up: the source reads the rest itself.
+READER_PATIENCE_SECONDS = 30.0
 
 
 class SharesHistory:
@@ -25,6 +28,8 @@ class SharesHistory:
     split_part_bytes: int = PART_BYTES
     _split: HistorySplit | None = None
     _split_planned: bool = False
+    #: Since when the source has been waiting for a reader's next part (None: not waiting).
+    _waiting_since: float | None = None
     #: The monitor folds quietly (``Monitor.quiet``): readers send history summed, which
     #: gives no output records.
     _quiet: bool = False
@@ -72,7 +77,14 @@ class SharesHistory:
                 wait = max(self.deadline - time.monotonic(), MIN_WAIT_SECONDS)
             part = split.take(key, wait)
             if part is None:
-                return taken, False
+                now = time.monotonic()
+                if self._waiting_since is None:
+                    self._waiting_since = now
+                if now - self._waiting_since < READER_PATIENCE_SECONDS:
+                    return taken, False
+                self._close_split()
+                return taken, True
+            self._waiting_since = None
             if part is False:
                 break
             self._resume_from(key, part)
