@@ -46,6 +46,7 @@ from monitor.act.processes import (
     group_snapshot,
     is_alive,
     kill_stragglers,
+    same_start,
     still_running,
 )
 
@@ -79,7 +80,7 @@ def verify_cli(session: CliSession, target: tuple[int, float]) -> psutil.Process
         started = proc.create_time()
     except psutil.Error:
         raise KillRefused(f"pid {pid} is gone") from None
-    if abs(started - created) > 0.05:
+    if not same_start(started, created):
         raise KillRefused(f"pid {pid} was reused (created {started:.2f}, expected {created:.2f})")
     if not is_alive(pid, created):
         raise KillRefused(f"pid {pid} is gone")
@@ -198,7 +199,7 @@ def _ended_by_itself(group: ToolGroup) -> bool:
     if is_alive(group.pid, group.create_time):
         return False
     try:
-        if abs(psutil.Process(group.pid).create_time() - group.create_time) > 0.05:
+        if not same_start(psutil.Process(group.pid).create_time(), group.create_time):
             return True
     except psutil.Error:
         pass

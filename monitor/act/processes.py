@@ -22,6 +22,8 @@ import psutil
 
 GATEWAY_TITLES = ("openclaw-gateway",)
 EXEC_MARK = ("OPENCLAW_SHELL", "exec")
+#: Seconds two create times of a PID may differ and still name the same process.
+CREATE_TIME_TOLERANCE = 0.05
 _PATH_PREFIX_START = 'export PATH="${OPENCLAW_PREPEND_PATH}'
 _PATH_PREFIX_END = "unset OPENCLAW_PREPEND_PATH; "
 
@@ -63,11 +65,18 @@ def _is_marked(proc: psutil.Process) -> bool:
     return _environ(proc).get(EXEC_MARK[0]) == EXEC_MARK[1]
 
 
+def same_start(started: float, create_time: float) -> bool:
+    """Whether a process created at ``started`` is the one recorded as created at
+    ``create_time``, not a reuse of its PID (psutil's create times of one process differ
+    by rounding from read to read)."""
+    return abs(started - create_time) <= CREATE_TIME_TOLERANCE
+
+
 def is_alive(pid: int, create_time: float) -> bool:
     """Whether that exact process (not a reuse of its PID) runs and is not a zombie."""
     try:
         proc = psutil.Process(pid)
-        return abs(proc.create_time() - create_time) <= 0.05 and still_running(proc)
+        return same_start(proc.create_time(), create_time) and still_running(proc)
     except psutil.Error:
         return False
 
@@ -228,7 +237,7 @@ def check_killable(pid: int, create_time: float, gateway: psutil.Process) -> psu
         raise KillRefused(f"pid {pid}: {exc}") from None
     if not still_running(proc):
         raise KillRefused(f"pid {pid} is gone")
-    if abs(started - create_time) > 0.05:
+    if not same_start(started, create_time):
         raise KillRefused(f"pid {pid} was reused (created {started:.2f}, expected "
                           f"{create_time:.2f})")
     if not _same_user(proc):
