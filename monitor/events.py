@@ -247,4 +247,6 @@ TranscriptEvent = (
 )
 #: For a dispatch on ``type(event)`` (every record type is final).
 TRANSCRIPT_EVENT_TYPES = frozenset(get_args(TranscriptEvent))
+#: The records that may be read only to be counted (``counted_only``).
+COUNTED_TYPES = frozenset({AssistantMessage, ToolCall, ToolResult, UserMessage})
 Event = TranscriptEvent | SessionInfo | GatewayNotice | SourceError | SourceNotice

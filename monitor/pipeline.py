@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from monitor.detect.findings import Finding
 from monitor.events import (
+    COUNTED_TYPES,
     TRANSCRIPT_EVENT_TYPES,
     AssistantMessage,
     CountedHistory,
@@ -24,7 +25,6 @@ from monitor.events import (
     SourceError,
     SourceNotice,
     ToolCall,
-    ToolResult,
     UserMessage,
 )
 from monitor.records import (
@@ -51,7 +51,6 @@ RUNS_KEPT = 4096
 # Seconds between two sweeps of the engine for idle sessions to hibernate (``step``).
 HIBERNATE_EVERY = 60.0
 # The events a source may have read only to be counted (``counted_only``).
-COUNTED_TYPES = frozenset({AssistantMessage, ToolCall, ToolResult, UserMessage})
 
 
 def history_cutoff(config, now: float | None = None) -> float | None:
@@ -262,6 +261,12 @@ class Monitor:
             self.sessions[session_id] = state
         return state
 
+    def _transcript_session(self, session_id: str, origin: str) -> SessionState:
+        """A session no index named (yet), first read in a transcript: of the agent whose
+        dir holds it."""
+        agent_of = getattr(self.sources, "agent_of", None)
+        return self._session(session_id, agent_of(origin) if agent_of is not None else "")
+
     def _fold(self, event, records: list[Record]) -> None:
         if isinstance(event, SessionInfo):
             self._fold_session(event, records)
@@ -307,10 +312,8 @@ class Monitor:
 
     def _fold_transcript(self, event, records: list[Record]) -> None:
         state = self.sessions.get(event.session_id)
-        if state is None:       # no index named it (yet): the agent whose dir it is in
-            agent_of = getattr(self.sources, "agent_of", None)
-            state = self._session(event.session_id,
-                                  agent_of(event.origin) if agent_of is not None else "")
+        if state is None:
+            state = self._transcript_session(event.session_id, event.origin)
         state.touch(getattr(event, "ts", None))
         state.from_transcript = True
         if state.known_from:
@@ -346,8 +349,7 @@ class Monitor:
         sid = counted.session_id
         state = self.sessions.get(sid)
         if state is None:
-            agent_of = getattr(self.sources, "agent_of", None)
-            state = self._session(sid, agent_of(counted.origin) if agent_of is not None else "")
+            state = self._transcript_session(sid, counted.origin)
         state.touch(counted.first_ts)
         state.touch(counted.last_ts)
         state.from_transcript = True

@@ -22,6 +22,7 @@ import pytest
 from conftest import generate_state_dirs
 from test_transcript_light import _middle_time, without_read_time
 
+from monitor.act.processes import still_running
 from monitor.detect.engine import DetectionEngine
 from monitor.events import CountedHistory
 from monitor.pipeline import Monitor
@@ -275,13 +276,7 @@ def _still_running(processes: list[psutil.Process], within: float) -> list[psuti
     is reaped by whoever adopts it, when it gets to it)."""
     deadline = time.monotonic() + within
     while True:
-        running = []
-        for process in processes:
-            try:
-                if process.status() != psutil.STATUS_ZOMBIE:
-                    running.append(process)
-            except psutil.NoSuchProcess:
-                pass
+        running = [process for process in processes if still_running(process)]
         if not running or time.monotonic() >= deadline:
             return running
         time.sleep(0.05)

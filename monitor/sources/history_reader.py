@@ -31,11 +31,11 @@ import sys
 from dataclasses import dataclass, field
 
 from monitor.events import (
+    COUNTED_TYPES,
     AssistantMessage,
     CountedHistory,
     SourceError,
     ToolCall,
-    ToolResult,
     UserMessage,
 )
 from monitor.lifetime import end_with_parent
@@ -44,7 +44,6 @@ from monitor.sources.tail_state import FollowerState, TailNotice
 #: File bytes one part covers at most: the events of a part are alive until it is folded.
 PART_BYTES = 4 << 20
 FRAME_HEADER = struct.Struct("<QI?")
-COUNTED_TYPES = frozenset({AssistantMessage, ToolCall, ToolResult, UserMessage})
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,6 @@ class HistoryPart:
     line without its newline is left for the source, as its own follower would), the bytes
     and rows read."""
 
-    key: str
     state: FollowerState | int | None
     last: bool
     size: int
@@ -112,7 +110,7 @@ def _transcript_parts(request: HistoryRequest, count_only, newest: dict, given, 
             last = not follower.behind
             if last:
                 follower.suspend()
-            send(index, part.finish(path, follower.state(), last, follower.bytes_read,
+            send(index, part.finish(follower.state(), last, follower.bytes_read,
                                     notices=follower.take_notices(),
                                     suspended=follower.suspension()))
             if last:
@@ -146,7 +144,7 @@ def _session_parts(request: HistoryRequest, count_only, newest: dict, given, sen
             finally:
                 found.close()
                 conn.execute("COMMIT")
-            send(index, part.finish(sid, source.seq_cursor.get(sid), last, size, rows=rows))
+            send(index, part.finish(source.seq_cursor.get(sid), last, size, rows=rows))
             if last:
                 break
     source.close()
@@ -179,11 +177,11 @@ class _Part:
                 self.newest[self.sid] = ts
         return returned
 
-    def finish(self, key: str, state, last: bool, size: int, *, rows: int = 0,
+    def finish(self, state, last: bool, size: int, *, rows: int = 0,
                notices: list | None = None, suspended: tuple | None = None) -> HistoryPart:
         self.summed.flush_to(self.events)
         source = self.source
-        return HistoryPart(key, state, last, size, rows, self.events, source.events,
+        return HistoryPart(state, last, size, rows, self.events, source.events,
                            source.errors, source.error_samples, notices or [], suspended)
 
 
