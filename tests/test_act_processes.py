@@ -365,4 +365,4 @@ def test_a_shell_that_ends_between_the_check_and_the_kill_is_gone_not_a_failure(
     proc.wait(5)
     monkeypatch.setattr(pt, "check_killable", lambda pid, create_time, gateway: leader)
     outcome = pt.kill_shell(proc.pid, leader.create_time(), psutil.Process())
-    assert not outcome.ok and outcome.detail.endswith("is gone")
+    assert not outcome.ok and outcome.gone and outcome.detail.endswith("is gone")

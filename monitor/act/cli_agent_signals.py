@@ -42,6 +42,7 @@ from monitor.act.cli_processes import (
 from monitor.act.processes import (
     KillOutcome,
     KillRefused,
+    ProcessGone,
     finish_off,
     group_snapshot,
     is_alive,
@@ -78,12 +79,14 @@ def verify_cli(session: CliSession, target: tuple[int, float]) -> psutil.Process
     try:
         proc = psutil.Process(pid)
         started = proc.create_time()
-    except psutil.Error:
-        raise KillRefused(f"pid {pid} is gone") from None
+    except psutil.NoSuchProcess:
+        raise ProcessGone(f"pid {pid} is gone") from None
+    except psutil.Error as exc:
+        raise KillRefused(f"pid {pid}: {exc}") from None
     if not same_start(started, created):
         raise KillRefused(f"pid {pid} was reused (created {started:.2f}, expected {created:.2f})")
     if not is_alive(pid, created):
-        raise KillRefused(f"pid {pid} is gone")
+        raise ProcessGone(f"pid {pid} is gone")
     if not owned_by_me(proc):
         raise KillRefused(f"pid {pid} belongs to another user")
     if not looks_like_cli(proc, session.source):
@@ -164,8 +167,10 @@ def _check_group(cli: psutil.Process, group: ToolGroup, session: CliSession) -> 
     try:
         leader = psutil.Process(group.pid)
         parent = leader.ppid()
-    except psutil.Error:
-        raise KillRefused(f"pid {group.pid} is gone") from None
+    except psutil.NoSuchProcess:
+        raise ProcessGone(f"pid {group.pid} is gone") from None
+    except psutil.Error as exc:
+        raise KillRefused(f"pid {group.pid}: {exc}") from None
     if parent != cli.pid:
         raise KillRefused(f"pid {group.pid} is no longer a child of the CLI (pid {cli.pid})")
     if not owned_by_me(leader):

@@ -277,13 +277,14 @@ class GatewayActionController:
                                           grace=self.kill_grace))
         leftovers = pt.kill_stragglers([proc for procs in snapshots.values() for proc in procs],
                                        grace=self.kill_grace)
-        failed = [o for o in outcomes if not o.ok and not o.detail.endswith("is gone")]
+        failed = [o for o in outcomes if not o.ok and not o.gone]
         pids = sorted({pid for procs in snapshots.values() for pid in (p.pid for p in procs)}
                       | {pid for o in outcomes for pid in o.signalled})
         killed = sum(1 for o in outcomes if o.ok)
+        gone = sum(1 for o in outcomes if o.gone)
         parts = [stopped.detail, f"{len(shells)} exec group(s) of the session: "
-                                 f"{len(shells) - len(outcomes)} ended with the run, {killed} "
-                                 "killed by clawwatch"]
+                                 f"{len(shells) - len(outcomes) + gone} ended with the run, "
+                                 f"{killed} killed by clawwatch"]
         if ambiguous:
             parts.append(f"{len(ambiguous)} exec shell(s) left alone, the evidence conflicts: "
                          + "; ".join(f"pid {info.pid} ({info.command[:60]}): "

@@ -32,6 +32,10 @@ class KillRefused(Exception):
     """The process is not provably an exec shell of this gateway; nothing was signalled."""
 
 
+class ProcessGone(KillRefused):
+    """The process had ended before it could be signalled: there is nothing to kill."""
+
+
 @dataclass(frozen=True)
 class ExecShell:
     """One exec call's shell (a process-group leader) and what runs in it."""
@@ -52,6 +56,8 @@ class KillOutcome:
     ok: bool
     detail: str
     signalled: list[int] = field(default_factory=list)
+    #: The process had ended before it was signalled (not ok, yet not a failure to kill).
+    gone: bool = False
 
 
 def _environ(proc: psutil.Process) -> dict[str, str]:
@@ -232,11 +238,11 @@ def check_killable(pid: int, create_time: float, gateway: psutil.Process) -> psu
         proc = psutil.Process(pid)
         started = proc.create_time()
     except psutil.NoSuchProcess:
-        raise KillRefused(f"pid {pid} is gone") from None
+        raise ProcessGone(f"pid {pid} is gone") from None
     except psutil.Error as exc:
         raise KillRefused(f"pid {pid}: {exc}") from None
     if not still_running(proc):
-        raise KillRefused(f"pid {pid} is gone")
+        raise ProcessGone(f"pid {pid} is gone")
     if not same_start(started, create_time):
         raise KillRefused(f"pid {pid} was reused (created {started:.2f}, expected "
                           f"{create_time:.2f})")
@@ -281,10 +287,12 @@ def kill_shell(pid: int, create_time: float, gateway: psutil.Process, *,
     try:
         leader = check_killable(pid, create_time, gateway)
         members = [leader, *leader.children(recursive=True)]
+    except ProcessGone as exc:
+        return KillOutcome(pid, False, f"refused: {exc}", gone=True)
     except KillRefused as exc:
         return KillOutcome(pid, False, f"refused: {exc}")
     except psutil.NoSuchProcess:    # it ended between the check and now (the abort ends it)
-        return KillOutcome(pid, False, f"refused: pid {pid} is gone")
+        return KillOutcome(pid, False, f"refused: pid {pid} is gone", gone=True)
     except psutil.Error as exc:
         return KillOutcome(pid, False, f"refused: pid {pid}: {exc}")
     members += [proc for proc in _group_members(pid) if proc not in members]
