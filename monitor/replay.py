@@ -38,8 +38,9 @@ from monitor import replay_cache
 from monitor.events import SessionInfo
 from monitor.heap import give_back_free_memory
 from monitor.lifetime import end_with_parent
-from monitor.pipeline import Monitor, SessionState
+from monitor.pipeline import Monitor
 from monitor.replay_tally import UnitTally
+from monitor.session_state import SessionState
 from monitor.sources.base import ERROR_SAMPLES_KEPT, file_identity, sample_order
 from monitor.sources.gateway_log import GatewayLogSource
 from monitor.sources.reread import remembered

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from monitor.detect.findings import Finding
-from monitor.pipeline import SessionState
+from monitor.session_state import SessionState
 from monitor.sources.transcript import MAX_EPOCH_SECONDS
 
 CACHE_FORMAT = 1

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from monitor import pipeline
+from monitor import session_state
 from monitor.config import Config
 from monitor.demo.sim.session import FakeClock
 from monitor.demo.sim.simulator import Simulator
@@ -54,7 +54,7 @@ def replayed(tmp_path, *, quiet: bool) -> tuple[Monitor, list[dict]]:
 
 def test_a_session_keeps_its_newest_findings_and_counts_all(hammer, monkeypatch):
     _, session, tmp_path = hammer
-    monkeypatch.setattr(pipeline, "FINDINGS_KEPT", KEPT)
+    monkeypatch.setattr(session_state, "FINDINGS_KEPT", KEPT)
     monitor, emitted = replayed(tmp_path, quiet=False)
     state = monitor.sessions[session.session_id]
     produced = [r for r in emitted if r["session_id"] == session.session_id]
@@ -80,12 +80,12 @@ def test_replay_cli_reports_the_total_beside_the_findings(hammer):
     sessions = json.loads(result.stdout)["sessions"]
     reported = next(s for s in sessions if s["session_id"] == session.session_id)
     assert reported["findings_total"] == len(reported["findings"]) > KEPT
-    assert reported["findings_total"] <= pipeline.FINDINGS_KEPT
+    assert reported["findings_total"] <= session_state.FINDINGS_KEPT
 
 
 def test_dashboard_row_changes_when_a_finding_arrives_at_the_cap(hammer, monkeypatch):
     sim, session, tmp_path = hammer
-    monkeypatch.setattr(pipeline, "FINDINGS_KEPT", KEPT)
+    monkeypatch.setattr(session_state, "FINDINGS_KEPT", KEPT)
     monitor = Monitor(SourceSet(state_dir=str(tmp_path / "state"),
                                 log_path=str(tmp_path / "gw.log")),
                       DetectionEngine(Config()))
@@ -126,14 +126,14 @@ def test_a_long_loop_keeps_the_newest_findings_at_the_real_cap(tmp_path):
                     clock=FakeClock(tick=1.0), loop_warnings=True)
     sim.store.writer.autocommit = False
     session = sim.add_session("hammer", key="agent:main:hammer")
-    sim.run(calls=12 * pipeline.FINDINGS_KEPT, rate=0)
+    sim.run(calls=12 * session_state.FINDINGS_KEPT, rate=0)
     sim.close()
     monitor, emitted = replayed(tmp_path, quiet=False)
     produced = [r for r in emitted if r["session_id"] == session.session_id]
-    assert len(produced) > pipeline.FINDINGS_KEPT
+    assert len(produced) > session_state.FINDINGS_KEPT
     reported = next(s for s in monitor.report()["sessions"]
                     if s["session_id"] == session.session_id)
     assert reported["findings_total"] == len(produced)
     assert reported["findings"] == [
         {k: r[k] for k in ("detector", "level", "count", "tool", "at_call", "message")}
-        for r in produced[-pipeline.FINDINGS_KEPT:]]
+        for r in produced[-session_state.FINDINGS_KEPT:]]

@@ -19,8 +19,9 @@ from monitor.demo.sim.scenarios import make_scenario
 from monitor.demo.sim.session import FakeClock
 from monitor.demo.sim.simulator import Simulator
 from monitor.detect.engine import DetectionEngine
-from monitor.pipeline import Monitor, SessionState
+from monitor.pipeline import Monitor
 from monitor.redaction import REDACTED, format_arguments, redact, redact_text, shown_start
+from monitor.session_state import SessionState
 from monitor.snapshot import STALL_AFTER_SECONDS, AlertEntry, SnapshotBuilder
 from monitor.sources.sourceset import SourceSet
 from monitor.ui.alerting import (
