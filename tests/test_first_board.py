@@ -60,3 +60,23 @@ def test_the_feed_releases_the_whole_index_in_its_first_slice(tmp_path):
     assert not any(isinstance(e, SessionInfo) for e in feed.pending)
     assert sum(not isinstance(e, SessionInfo) for e in first) == 5
     assert feed.backlog > 0
+
+
+@pytest.mark.parametrize("era", ["sqlite", "legacy"])
+def test_a_stopping_step_is_small_and_loses_nothing(tmp_path, monkeypatch, era):
+    """Once stopping, a step reads at most ``STOPPING_POLL_BUDGET_BYTES`` of each source (its
+    fold must fit in the 2 s a stop may take), and stepping on reads the rest exactly once."""
+    state_dir = simulate(tmp_path, era)
+    whole = read_all(SourceSet(state_dir=state_dir))
+    monkeypatch.setattr(sourceset, "STOPPING_POLL_BUDGET_BYTES", 16 * 1024)
+    sources = SourceSet(state_dir=state_dir)
+    first = sources.poll()
+    normal = sources.poll()
+    sources.note_stopping()
+    stopping = sources.poll()
+    assert sources.behind
+    assert 0 < len(stopping) < len(normal) / 4
+    rest = read_all(sources)
+    origins = [e.origin for e in first + normal + stopping + rest if hasattr(e, "origin")]
+    assert len(origins) == len(set(origins)), "an event was read twice"
+    assert sorted(origins) == sorted(e.origin for e in whole if hasattr(e, "origin"))

@@ -23,6 +23,10 @@ RESCAN_SECONDS = 2.0
 #: key for seconds (folding takes about twice as long as reading).
 STEP_SECONDS = 0.1
 FIRST_POLL_BUDGET_BYTES = 1 << 20   # the first poll is small so a board shows the index at once
+#: A step's reading once the monitor is stopping (``note_stopping``): folding what a step
+#: reads is not bounded by its deadline, and 2 MiB of tool calls take most of a second to
+#: fold with every detector, too much of the 2 s a stop may take.
+STOPPING_POLL_BUDGET_BYTES = 256 << 10
 
 
 def source_id(source: Source) -> str:
@@ -215,13 +219,16 @@ class SourceSet:
         self._stopping = True
 
     def _poll_source(self, source: Source) -> list:
-        """One step of ``source``; its first step reads at most ``FIRST_POLL_BUDGET_BYTES``."""
-        if id(source) in self._polled or not hasattr(source, "poll_budget_bytes"):
-            self._polled.add(id(source))
-            return source.poll()
+        """One step of ``source``; its first step reads at most ``FIRST_POLL_BUDGET_BYTES``,
+        and each step once stopping at most ``STOPPING_POLL_BUDGET_BYTES``."""
+        first = id(source) not in self._polled
         self._polled.add(id(source))
+        limit = FIRST_POLL_BUDGET_BYTES if first else \
+            STOPPING_POLL_BUDGET_BYTES if self._stopping else None
+        if limit is None or not hasattr(source, "poll_budget_bytes"):
+            return source.poll()
         budget = source.poll_budget_bytes
-        source.poll_budget_bytes = min(budget, FIRST_POLL_BUDGET_BYTES)
+        source.poll_budget_bytes = min(budget, limit)
         try:
             return source.poll()
         finally:
