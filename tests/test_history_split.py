@@ -15,14 +15,13 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 
 import psutil
 import pytest
 from conftest import generate_state_dirs
 from test_transcript_light import _middle_time, without_read_time
 
-from monitor.act.processes import still_running
+from monitor.act.processes import wait_gone
 from monitor.detect.engine import DetectionEngine
 from monitor.events import CountedHistory
 from monitor.pipeline import Monitor
@@ -271,24 +270,13 @@ def _readers_of(pid: int) -> list[psutil.Process]:
             if "history_reader" in " ".join(p.cmdline())]
 
 
-def _still_running(processes: list[psutil.Process], within: float) -> list[psutil.Process]:
-    """Those of ``processes`` neither gone nor a zombie after ``within`` seconds (an orphan
-    is reaped by whoever adopts it, when it gets to it)."""
-    deadline = time.monotonic() + within
-    while True:
-        running = [process for process in processes if still_running(process)]
-        if not running or time.monotonic() >= deadline:
-            return running
-        time.sleep(0.05)
-
-
 def test_readers_end_with_their_source(generated_state_dirs):
     scan = Scan(generated_state_dirs / "legacy", _middle_time(generated_state_dirs), 1)
     scan.step()
     readers = _readers_of(os.getpid())
     assert readers
     scan.close()
-    assert not _still_running(readers, 2.0)
+    assert not wait_gone(readers, 2.0)
 
 
 def test_readers_end_with_the_process_that_started_them(generated_state_dirs):
@@ -317,7 +305,7 @@ def test_readers_end_with_the_process_that_started_them(generated_state_dirs):
         assert readers
         owner.kill()
         owner.wait()
-        assert not _still_running(readers, 2.0)
+        assert not wait_gone(readers, 2.0)
     finally:
         owner.kill()
         owner.wait()
@@ -392,6 +380,6 @@ def test_a_reader_that_sends_nothing_for_too_long_is_given_up(generated_state_di
         assert stopped and scan.sharing._split is None
         assert scan.folded() == alone
         assert without_read_time(scan.records) == alone_records
-        assert not _still_running(stopped, 2.0)     # given up: killed, stopped or not
+        assert not wait_gone(stopped, 2.0)     # given up: killed, stopped or not
     finally:
         scan.close()

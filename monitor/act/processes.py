@@ -260,7 +260,9 @@ def check_killable(pid: int, create_time: float, gateway: psutil.Process) -> psu
     return proc
 
 
-def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+def wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Those of ``procs`` still running (``still_running``: a zombie has ended) after at
+    most ``timeout`` seconds, polled."""
     deadline = time.monotonic() + timeout
     while True:
         alive = [proc for proc in procs if still_running(proc)]
@@ -298,11 +300,11 @@ def kill_shell(pid: int, create_time: float, gateway: psutil.Process, *,
     members += [proc for proc in _group_members(pid) if proc not in members]
     signalled = sorted(proc.pid for proc in members)
     _signal_all(pid, members, signal.SIGTERM)
-    alive = _wait_gone(members, grace)
+    alive = wait_gone(members, grace)
     escalated = bool(alive)
     if alive:
         _signal_all(pid, alive, signal.SIGKILL)
-        alive = _wait_gone(alive, 2.0)
+        alive = wait_gone(alive, 2.0)
     alive += [proc for proc in _group_members(pid) if proc not in alive]
     if alive:
         return KillOutcome(pid, False, f"still alive after SIGKILL: "
@@ -355,12 +357,12 @@ def kill_stragglers(procs: list[psutil.Process], *, grace: float = 3.0) -> list[
 def finish_off(procs: list[psutil.Process], *, grace: float = 3.0) -> list[int]:
     """Wait up to ``grace`` for processes already sent SIGTERM, SIGKILL the ones left;
     returns the pids still alive afterwards (each is signalled once per signal)."""
-    alive = _wait_gone(procs, grace)
+    alive = wait_gone(procs, grace)
     for proc in alive:
         try:
             proc.send_signal(signal.SIGKILL)
         except psutil.Error:
             continue
     if alive:
-        alive = _wait_gone(alive, 2.0)
+        alive = wait_gone(alive, 2.0)
     return sorted(proc.pid for proc in alive)
