@@ -13,7 +13,7 @@ import sqlite3
 import statistics
 
 import msgspec
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_fuzz import (
     content_items,
@@ -32,7 +32,7 @@ from monitor.pipeline import Monitor
 from monitor.records import as_json_list
 from monitor.sources.sourceset import SourceSet
 from monitor.sources.transcript import IGNORED_ENTRY_TYPES, parse_entry, parse_timestamp
-from monitor.sources.transcript_light import CountOnly, counted_events
+from monitor.sources.transcript_light import CountedSum, CountOnly, count_into, counted_events
 
 EVERYTHING_IS_HISTORY = CountOnly(float("inf"), lambda session_id: True)
 #: What the pipeline and the board read of a counted event, per type.
@@ -195,6 +195,47 @@ def test_an_ignored_entry_deep_or_in_the_present_is_read_in_full():
     line = json.dumps(mark).encode()
     assert counted_events(line, "sid", "o", CountOnly(ts, lambda s: True)) is None
     assert counted_events(line, "sid", "o", CountOnly(ts + 1, lambda s: True)) == []
+
+
+def _reply(model: str | None, run_id: str, cost: float) -> bytes:
+    return json.dumps({"type": "message", "timestamp": "2026-11-29T14:00:00Z", "message": {
+        "role": "assistant", "model": model, "__openclaw": {"runId": run_id},
+        "usage": {"input": 3, "output": 2, "cost": {"total": cost}},
+        "content": [{"type": "toolCall", "id": "c", "name": "exec", "arguments": {}}]}}).encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(transcript_lines, *[plain_entries.map(lambda e: json.dumps(e).encode())]
+                          * 3), max_size=12))
+@example([_reply(model="a", run_id="r1", cost=0.1), _reply(model="b", run_id="r2", cost=0.2),
+          _reply(model=None, run_id="r1", cost=0.3)])
+def test_lines_summed_light_fold_as_their_events_fold_one_by_one(lines):
+    """``count_into`` (what a history reader sends) and the events ``counted_events`` gives
+    for the same lines change a quiet monitor's session alike, and count the same events."""
+    by_events, by_sums = (Monitor(SourceSet(paths=[]), DetectionEngine()) for _ in range(2))
+    by_events.quiet = by_sums.quiet = True
+    summed, sums = CountedSum("sid"), []
+    events_given = events_summed = 0
+    for index, line in enumerate(lines):
+        origin = f"t.jsonl@{index}"
+        events = counted_events(line, "sid", origin, EVERYTHING_IS_HISTORY)
+        count = count_into(summed, line, origin, EVERYTHING_IS_HISTORY)
+        assert (events is None) == (count is None)
+        if events is None:
+            summed.flush_to(sums)
+            continue
+        by_events.fold(events)
+        events_given += len(events)
+        events_summed += count
+    summed.flush_to(sums)
+    by_sums.fold(sums)
+    assert events_summed == events_given
+    assert _folded(by_sums) == _folded(by_events)
+
+
+def _folded(monitor: Monitor) -> dict:
+    return {sid: (s.as_json(), s.run_id, s.model, s.cost, dict(s.tools))
+            for sid, s in monitor.sessions.items()}
 
 
 # ------------------------------------------------------------------------ end to end

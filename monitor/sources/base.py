@@ -8,7 +8,12 @@ import time
 
 from monitor import untrusted_json
 from monitor.events import SessionInfo, SourceError, SourceKind, SourceNotice
-from monitor.sources.transcript_light import CountOnly, counted_events
+from monitor.sources.transcript_light import (
+    CountedSum,
+    CountOnly,
+    count_into,
+    counted_events,
+)
 
 ERROR_SAMPLES_KEPT = 5
 #: Files whose same notice is shown one by one; past this, one record counts them.
@@ -64,6 +69,8 @@ class Source:
         #: The only sessions this source reads (None: all): a replay shard's, or the one
         #: whose timeline is loaded.
         self.only_sessions: set[str] | frozenset[str] | None = None
+        #: Where counted-only events are summed instead of given (a history reader's part).
+        self.counted_sum: CountedSum | None = None
 
     def wants_session(self, session_id: str) -> bool:
         """Not one of the sessions ``only_sessions`` leaves to others."""
@@ -80,11 +87,18 @@ class Source:
 
     def counted(self, text: str | bytes, session_id: str, origin: str) -> list | None:
         """The events of an entry read light, if the monitor only counts it (else None:
-        read it in full)."""
+        read it in full); with ``counted_sum`` set, none: they are added to it."""
         count_only = self.count_only
         if count_only is None or session_id in self.running_sessions \
                 or not count_only.session_is_history(session_id):
             return None
+        summed = self.counted_sum
+        if summed is not None:
+            count = count_into(summed, text, origin, count_only)
+            if count is None:
+                return None
+            self.events += count
+            return []
         events = counted_events(text, session_id, origin, count_only)
         if events is not None:
             self.events += len(events)

@@ -30,16 +30,10 @@ import struct
 import sys
 from dataclasses import dataclass, field
 
-from monitor.events import (
-    COUNTED_TYPES,
-    AssistantMessage,
-    CountedHistory,
-    SourceError,
-    ToolCall,
-    UserMessage,
-)
+from monitor.events import SourceError
 from monitor.lifetime import end_with_parent
 from monitor.sources.tail_state import FollowerState, TailNotice
+from monitor.sources.transcript_light import CountedSum
 
 #: File bytes one part covers at most: the events of a part are alive until it is folded.
 PART_BYTES = 4 << 20
@@ -152,29 +146,27 @@ def _session_parts(request: HistoryRequest, count_only, newest: dict, given, sen
 
 class _Part:
     """One part being read: each line's or row's events, each run of counted-only events
-    summed (``_Sum``), and the source's counts from zero."""
+    summed (``CountedSum``), and the source's counts from zero."""
 
     def __init__(self, source, sid: str, since: float, newest: dict) -> None:
         self.source, self.sid, self.since, self.newest = source, sid, since, newest
         source.events = source.errors = 0
         source.error_samples = []
         self.events: list = []
-        self.summed = _Sum(sid)
+        self.summed = source.counted_sum = CountedSum(sid)
 
     def add(self, read, item) -> int:
-        """``read(sid, item, events)``'s events added; what it returned."""
+        """``read(sid, item, events)``'s events added (counted-only ones were summed); what
+        it returned."""
         events: list = []
         returned = read(self.sid, item, events)
-        if all(type(event) in COUNTED_TYPES and event.counted_only for event in events):
+        if events:
+            self.summed.flush_to(self.events)
+            self.events += events
             for event in events:
-                self.summed.add(event)
-            return returned
-        self.summed.flush_to(self.events)
-        self.events += events
-        for event in events:
-            ts = getattr(event, "ts", None)
-            if ts is not None and ts >= self.since:
-                self.newest[self.sid] = ts
+                ts = getattr(event, "ts", None)
+                if ts is not None and ts >= self.since:
+                    self.newest[self.sid] = ts
         return returned
 
     def finish(self, state, last: bool, size: int, *, rows: int = 0,
@@ -183,64 +175,6 @@ class _Part:
         source = self.source
         return HistoryPart(state, last, size, rows, self.events, source.events,
                            source.errors, source.error_samples, notices or [], suspended)
-
-
-class _Sum:
-    """Counted-only events of one session summed into ``CountedHistory`` records."""
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        self._clear()
-
-    def _clear(self) -> None:
-        self.origin = ""
-        self.events = self.tool_calls = self.assistant_messages = self.errors = 0
-        self.tokens_input = self.tokens_output = self.tokens_total = 0
-        self.first_ts = self.last_ts = self.model = self.user_run_id = None
-        self.tools: dict[str, int] = {}
-        self.costs: list[float] = []
-        self.run_ids: list[str] = []
-
-    def add(self, event) -> None:
-        if not self.events:
-            self.origin = event.origin
-        self.events += 1
-        ts = event.ts
-        if ts is not None:
-            if self.first_ts is None or ts < self.first_ts:
-                self.first_ts = ts
-            if self.last_ts is None or ts > self.last_ts:
-                self.last_ts = ts
-        run_id = event.run_id
-        if run_id and (not self.run_ids or self.run_ids[-1] != run_id):
-            self.run_ids.append(run_id)
-        kind = type(event)
-        if kind is ToolCall:
-            self.tool_calls += 1
-            self.tools[event.name] = self.tools.get(event.name, 0) + 1
-        elif kind is AssistantMessage:
-            usage = event.usage
-            self.assistant_messages += 1
-            self.tokens_input += usage.input
-            self.tokens_output += usage.output
-            self.tokens_total += usage.total
-            if usage.cost:
-                self.costs.append(usage.cost)
-            self.model = event.model or self.model
-            self.errors += event.is_error
-        elif kind is UserMessage and run_id:
-            self.user_run_id = run_id
-
-    def flush_to(self, out: list) -> None:
-        """Append what was summed since the last flush to ``out`` (nothing if nothing)."""
-        if not self.events:
-            return
-        out.append(CountedHistory(
-            self.session_id, self.origin, self.first_ts, self.last_ts,
-            self.tool_calls, self.tools, self.assistant_messages, self.tokens_input,
-            self.tokens_output, self.tokens_total, tuple(self.costs), self.errors, self.model,
-            self.user_run_id, tuple(self.run_ids)))
-        self._clear()
 
 
 def main() -> None:

@@ -10,6 +10,8 @@ of a type the full read ignores (``custom`` and the like) gives no event, as the
 else, or anything these structs do not take as typed (another entry type, a veto, a value
 of an unexpected type, JSON the fast decoder refuses), gives None: the caller then reads
 the entry in full, so a line is accepted, refused or reported exactly as it is today.
+``count_into`` adds the same events to a ``CountedSum`` without making them (what a history
+reader process sends).
 """
 
 from __future__ import annotations
@@ -20,7 +22,14 @@ from typing import Any, NamedTuple
 import msgspec
 
 from monitor import untrusted_json
-from monitor.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from monitor.events import (
+    AssistantMessage,
+    CountedHistory,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
 from monitor.sources.transcript import (
     IGNORED_ENTRY_TYPES,
     TOOL_CALL_ITEM_TYPES,
@@ -84,6 +93,53 @@ def counted_events(text: str | bytes, session_id: str, origin: str, count_only: 
     """The counted-only events of one transcript entry, or None when it must be read in
     full (see the module docstring). ``text`` is the entry's JSON (bytes must be UTF-8:
     they are checked here, as the full read does)."""
+    decoded = _counted_message(text, count_only)
+    if not decoded:
+        return decoded
+    message, ts = decoded
+    role = message.role
+    if role == "assistant":
+        return _assistant(message, session_id, origin, ts)
+    if role == "toolResult":
+        return [_tool_result(message, session_id, origin, ts)]
+    if role == "user":
+        return [UserMessage(session_id, _run_id(message), ts, 0, origin, counted_only=True)]
+    return []
+
+
+def count_into(summed: CountedSum, text: str | bytes, origin: str, count_only: CountOnly
+               ) -> int | None:
+    """``counted_events`` summed into ``summed`` without making the events: how many there
+    were, or None when the entry must be read in full."""
+    decoded = _counted_message(text, count_only)
+    if not decoded:
+        return decoded if decoded is None else 0
+    message, ts = decoded
+    role = message.role
+    if role == "assistant":
+        names = [item.name if isinstance(item.name, str) else "?" for item in _items(message)
+                 if item.type in TOOL_CALL_ITEM_TYPES]
+        stop_reason = _text(message.stopReason)
+        summed.add_reply(origin, ts, _run_id(message), names, parse_usage(message.usage),
+                         _text(message.model),
+                         stop_reason in ("error", "aborted") or bool(_text(message.errorMessage)))
+        return 1 + len(names)
+    if role == "toolResult":
+        summed.add_event(origin, ts, _run_id(message))
+        return 1
+    if role == "user":
+        run_id = _run_id(message)
+        summed.add_event(origin, ts, run_id)
+        if run_id:
+            summed.user_run_id = run_id
+        return 1
+    return 0
+
+
+def _counted_message(text: str | bytes, count_only: CountOnly
+                     ) -> tuple[_Message, float] | list | None:
+    """The message of an entry only counted, and its time; [] for an entry that gives no
+    event; None when the entry must be read in full."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -101,14 +157,68 @@ def counted_events(text: str | bytes, session_id: str, origin: str, count_only: 
     ts = parse_timestamp(message.timestamp) or parse_timestamp(entry.timestamp)
     if ts is None or ts >= count_only.since:
         return None
-    role = message.role
-    if role == "assistant":
-        return _assistant(message, session_id, origin, ts)
-    if role == "toolResult":
-        return _tool_result(message, session_id, origin, ts)
-    if role == "user":
-        return [UserMessage(session_id, _run_id(message), ts, 0, origin, counted_only=True)]
-    return []
+    if message.role == "toolResult" and message.details is not None \
+            and message.details.deniedReason == "tool-loop":
+        return None                     # a veto: the full read gives its LoopVeto too
+    return message, ts
+
+
+class CountedSum:
+    """Counted-only events of one session summed into ``CountedHistory`` records, as a
+    history reader sends them: each ``flush_to`` gives what was added since the last."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self._clear()
+
+    def _clear(self) -> None:
+        self.origin = ""
+        self.events = self.tool_calls = self.assistant_messages = self.errors = 0
+        self.tokens_input = self.tokens_output = self.tokens_total = 0
+        self.first_ts = self.last_ts = self.model = self.user_run_id = None
+        self.tools: dict[str, int] = {}
+        self.costs: list[float] = []
+        self.run_ids: list[str] = []
+
+    def add_event(self, origin: str, ts: float, run_id: str | None, events: int = 1) -> None:
+        """``events`` events of one entry, at ``ts`` in run ``run_id``."""
+        if not self.events:
+            self.origin = origin
+        self.events += events
+        if self.first_ts is None or ts < self.first_ts:
+            self.first_ts = ts
+        if self.last_ts is None or ts > self.last_ts:
+            self.last_ts = ts
+        if run_id and (not self.run_ids or self.run_ids[-1] != run_id):
+            self.run_ids.append(run_id)
+
+    def add_reply(self, origin: str, ts: float, run_id: str | None, tool_names: list[str],
+                  usage: Usage, model: str | None, is_error: bool) -> None:
+        """An assistant reply and the tool calls it made."""
+        self.add_event(origin, ts, run_id, 1 + len(tool_names))
+        self.tool_calls += len(tool_names)
+        tools = self.tools
+        for name in tool_names:
+            tools[name] = tools.get(name, 0) + 1
+        self.assistant_messages += 1
+        self.tokens_input += usage.input
+        self.tokens_output += usage.output
+        self.tokens_total += usage.total
+        if usage.cost:
+            self.costs.append(usage.cost)
+        self.model = model or self.model
+        self.errors += is_error
+
+    def flush_to(self, out: list) -> None:
+        """Append what was summed since the last flush to ``out`` (nothing if nothing)."""
+        if not self.events:
+            return
+        out.append(CountedHistory(
+            self.session_id, self.origin, self.first_ts, self.last_ts,
+            self.tool_calls, self.tools, self.assistant_messages, self.tokens_input,
+            self.tokens_output, self.tokens_total, tuple(self.costs), self.errors, self.model,
+            self.user_run_id, tuple(self.run_ids)))
+        self._clear()
 
 
 def _ignored(text: str, entry: _Entry, count_only: CountOnly) -> list | None:
@@ -127,14 +237,14 @@ def _run_id(message: _Message) -> str | None:
 
 def _assistant(message: _Message, session_id: str, origin: str, ts: float) -> list:
     run_id = _run_id(message)
-    items = message.content if isinstance(message.content, list) else []
     calls = [ToolCall(session_id,
                       item.id if isinstance(item.id, str) else f"{origin}#{index}",
                       item.name if isinstance(item.name, str) else "?",
                       None, run_id, ts, f"{origin}#{index}",
                       item.arguments is not msgspec.UNSET or item.input is not msgspec.UNSET,
                       counted_only=True)
-             for index, item in enumerate(items) if item.type in TOOL_CALL_ITEM_TYPES]
+             for index, item in enumerate(_items(message))
+             if item.type in TOOL_CALL_ITEM_TYPES]
     reply = AssistantMessage(
         session_id=session_id, run_id=run_id, ts=ts, usage=parse_usage(message.usage),
         stop_reason=_text(message.stopReason), error_message=_text(message.errorMessage),
@@ -143,12 +253,13 @@ def _assistant(message: _Message, session_id: str, origin: str, ts: float) -> li
     return [reply, *calls]
 
 
-def _tool_result(message: _Message, session_id: str, origin: str, ts: float) -> list | None:
-    if message.details is not None and message.details.deniedReason == "tool-loop":
-        return None                     # a veto: the full read gives its LoopVeto too
+def _items(message: _Message) -> list[_Item]:
+    return message.content if isinstance(message.content, list) else []
+
+
+def _tool_result(message: _Message, session_id: str, origin: str, ts: float) -> ToolResult:
     call_id, name = message.toolCallId, message.toolName
-    return [ToolResult(session_id=session_id,
-                       call_id=call_id if isinstance(call_id, str) else "",
-                       name=name if isinstance(name, str) else "?",
-                       is_error=bool(message.isError), details=None, text="",
-                       run_id=_run_id(message), ts=ts, origin=origin, counted_only=True)]
+    return ToolResult(session_id=session_id, call_id=call_id if isinstance(call_id, str) else "",
+                      name=name if isinstance(name, str) else "?",
+                      is_error=bool(message.isError), details=None, text="",
+                      run_id=_run_id(message), ts=ts, origin=origin, counted_only=True)
