@@ -23,12 +23,14 @@ from test_transcript_light import _middle_time, without_read_time
 
 from monitor.act.processes import wait_gone
 from monitor.detect.engine import DetectionEngine
-from monitor.events import CountedHistory
+from monitor.events import CountedHistory, SourceNotice
 from monitor.pipeline import Monitor
 from monitor.records import as_json_list
 from monitor.snapshot_feed import SnapshotFeed
 from monitor.sources import history_split, split_source
+from monitor.sources.legacy import LegacySessionsSource
 from monitor.sources.sourceset import SourceSet
+from monitor.sources.transcript_light import CountOnly
 
 
 @pytest.fixture(autouse=True)
@@ -137,7 +139,12 @@ def test_a_scan_with_a_reader_folds_what_one_reading_everything_folds(
         generated_state_dirs, era, options, monkeypatch):
     state_dir = generated_state_dirs / era
     since = _middle_time(generated_state_dirs)
-    alone, alone_records, none_summed = _scan(state_dir, since, 0, **options)
+    with monkeypatch.context() as unsummed:
+        unsummed.setattr(split_source.SharesHistory, "_summing", lambda *_: None)
+        alone, alone_records, none_summed = _scan(state_dir, since, 0, **options)
+    summed_alone, summed_alone_records, _ = _scan(state_dir, since, 0, **options)
+    assert summed_alone == alone
+    assert summed_alone_records == alone_records
     take = history_split.HistorySplit.take
     parts_before_the_last = []
 
@@ -383,3 +390,27 @@ def test_a_reader_that_sends_nothing_for_too_long_is_given_up(generated_state_di
         assert not wait_gone(stopped, 2.0)     # given up: killed, stopped or not
     finally:
         scan.close()
+
+
+def test_a_quiet_source_sums_each_run_of_history_where_its_first_entry_was(tmp_path):
+    """Read by the source itself while the monitor is quiet, each run of counted-only
+    entries becomes one ``CountedHistory``, in its place before what breaks the run (a bad
+    line, an entry of the present), and the source counts every event summed."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    old = {**ENTRY, "timestamp": "2026-11-29T14:00:00.000Z",
+           "message": {**ENTRY["message"], "timestamp": "2026-11-29T14:00:00.000Z"}}
+    lines = [json.dumps(old), json.dumps(old), "{not json", json.dumps(old), json.dumps(ENTRY)]
+    (sessions / "s1.jsonl").write_text("\n".join(lines) + "\n")
+    source = LegacySessionsSource(str(sessions), "main")
+    source.count_only = CountOnly(4e9, lambda session_id: True)
+    source.note_quiet(True)
+    out = [event for event in source.poll() if not isinstance(event, SourceNotice)]
+    assert [type(event).__name__ for event in out] == [
+        "CountedHistory", "SourceError", "CountedHistory", "AssistantMessage"]
+    assert [event.assistant_messages for event in out[::2][:2]] == [2, 1]
+    assert out[0].origin.endswith("s1.jsonl@0")
+    assert (source.events, source.errors, source.counted_sum) == (4, 1, None)
+    source.note_quiet(False)
+    assert source._summing("s1", []) is None
+    source.close()

@@ -268,6 +268,7 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
                     self.behind = True
                     break
             rows = conn.execute(sql, (sid, self.seq_cursor.get(sid, -1)))
+            summing = self._summing(sid, out)
             try:
                 for row in rows:
                     if spent_bytes >= self.poll_budget_bytes or spent_rows >= self.step_rows \
@@ -276,9 +277,12 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
                         self.behind = True
                         break
                     spent_rows += 1
-                    spent_bytes += self.read_row(sid, row, out)
+                    spent_bytes += self.read_row(sid, row, out) if summing is None \
+                        else summing.add(self.read_row, row)
             finally:
                 rows.close()
+                if summing is not None:
+                    summing.close()
             if self.behind:
                 break
             del self._pending[sid]
