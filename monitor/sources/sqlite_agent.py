@@ -85,7 +85,6 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
         self.poll_budget_bytes = poll_budget_bytes
         self.step_rows = step_rows
         self.behind = False
-        self.backlog_bytes = 0
         self.seq_cursor: dict[str, int] = {}
         #: session_id -> (highest rowid, highest seq) seen for sessions that may have unread rows
         self._pending: dict[str, tuple[int, int]] = {}
@@ -293,7 +292,6 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
             self.behind = bool(self._cold.due)
         self._rows_read += spent_rows
         self._decoded_bytes_read += spent_bytes
-        self.backlog_bytes = self._estimate_backlog() + self._cold.backlog()
 
     def rows_sql(self) -> str:
         """The query of one session's rows past a seq, in seq order."""
@@ -319,6 +317,13 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
                                                    f"{type(exc).__name__}: {exc}"))
         self.seq_cursor[sid] = seq
         return size
+
+    @property
+    def backlog_bytes(self) -> int:
+        """Worked out when asked (a snapshot, a metrics scrape), not after every poll: a
+        first scan's polls outnumber its snapshots, and each would sum thousands of
+        sessions."""
+        return self._estimate_backlog() + self._cold.backlog()
 
     def _estimate_backlog(self) -> int:
         """Unread rows of the pending sessions (by seq range, which OpenClaw allocates densely)
