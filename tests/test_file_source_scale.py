@@ -528,3 +528,33 @@ def test_replay_of_hundreds_of_transcripts_under_a_descriptor_limit_of_128(tmp_p
     assert source["events"] == len(sids) + 2 * total_calls
     by_session = {s["session_id"]: s["tool_calls"] for s in document["sessions"]}
     assert by_session == calls
+
+
+def test_read_ahead_stops_while_files_come_from_the_page_cache(tmp_path, monkeypatch):
+    """Hints cost system calls: after a window of files read without the disk none are
+    given, after a window read from the disk they are again; where the storage reads
+    cannot be known they always are."""
+    hinted: list[str] = []
+    monkeypatch.setattr(read_ahead, "prefetch", lambda path, offset, length: hinted.append(path))
+    paths = [str(tmp_path / f"{n}.jsonl") for n in range(4 * read_ahead.WINDOW_FILES)]
+    followers = {path: FileFollower(path) for path in paths}
+    storage = [1000]
+    reading = read_ahead.ReadAhead(lambda: storage[0])
+
+    def read_window(start: int, from_disk: bool) -> int:
+        before = len(hinted)
+        for index in range(start, start + read_ahead.WINDOW_FILES):
+            reading.ahead_of(paths, index, set(paths[index + 1:]), followers)
+            if from_disk:
+                storage[0] += 10_000
+            reading.started(paths[index], 10_000)
+        return len(hinted) - before
+
+    window = read_ahead.WINDOW_FILES
+    assert read_window(0, from_disk=False) > 0 and not reading.cold
+    assert read_window(window, from_disk=True) == 0 and reading.cold
+    assert read_window(2 * window, from_disk=True) >= window
+    unknowable = read_ahead.ReadAhead(lambda: None)
+    for index in range(2 * window):
+        unknowable.started(paths[index], 10_000)
+    assert unknowable.cold

@@ -217,8 +217,7 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
                     break
             if summing is not None:
                 summing.close()
-            self._unstarted.pop(path, None)
-            self._read_ahead.started(path)
+            self._read_ahead.started(path, self._unstarted.pop(path, 0))
             notices += follower.take_notices()
             if follower.behind:
                 stopped_at = path
