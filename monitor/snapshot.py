@@ -73,6 +73,8 @@ class BoardRow:
     worst_level: str | None
     worst_count: int
     last_ts: float | None
+    #: Since the last event (``shown_idle``: to the second under three minutes, then to the
+    #: minute, past a day to the hour).
     idle_seconds: float | None
     alerts: int
     #: "index": the tokens are the session index's totals (no transcript usage read).
@@ -154,6 +156,17 @@ class Snapshot:
 
 
 # ------------------------------------------------------------------ the builder
+
+
+def shown_idle(seconds: float | None) -> float | None:
+    """Whole ``seconds`` idle as a row keeps them: exact under three minutes (past every
+    idle time a state depends on), then cut to the minute, and past a day to the hour,
+    which is all a board shows of them. So an unchanged session's row is made again when
+    its idle time shows differently, not every second: most rows of a large state dir are
+    days old."""
+    if seconds is None or seconds < STALL_AFTER_SECONDS + 60:
+        return seconds
+    return seconds - seconds % (60 if seconds < 86400 else 3600)
 
 
 def _with_idle(row: BoardRow, idle: float | None, state: str) -> BoardRow:
@@ -268,8 +281,10 @@ class SnapshotBuilder:
 
     def _row(self, state, now: float) -> BoardRow:
         """The board row of ``state``; unchanged sessions reuse their previous row (only
-        the whole-second idle time and the state that depends on it are refreshed)."""
-        idle = None if state.last_ts is None else float(int(max(0.0, now - state.last_ts)))
+        the idle time as shown (``shown_idle``) and the state that depends on it are
+        refreshed)."""
+        idle = None if state.last_ts is None else \
+            shown_idle(float(int(max(0.0, now - state.last_ts))))
         version = (state.tool_calls, state.assistant_messages, state.findings_total,
                    state.last_ts, state.status, state.key, state.label, state.model,
                    state.aborted_last_run, state.agent_id, state.tokens_input,

@@ -10,10 +10,22 @@ from dataclasses import fields, replace
 import pytest
 from test_ui_scenes import run_first_scan, write_world
 
+from monitor.detect.engine import DetectionEngine
 from monitor.events import GatewayNotice, ToolCall, ToolResult
+from monitor.pipeline import Monitor
 from monitor.redaction import redact_text
-from monitor.snapshot import BoardRow, _with_idle
+from monitor.session_state import SessionState
+from monitor.snapshot import (
+    IDLE_AFTER_SECONDS,
+    STALL_AFTER_SECONDS,
+    BoardRow,
+    SnapshotBuilder,
+    _with_idle,
+    shown_idle,
+)
 from monitor.snapshot_feed import _NO_CALLS, _NO_PENDING, LOG_LINES, SnapshotFeed
+from monitor.sources.sourceset import SourceSet
+from monitor.ui.style import duration
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +54,48 @@ def test_the_idle_refresh_equals_replace():
     names = [f.name for f in fields(BoardRow)]
     row = BoardRow(*[f"value-{name}" for name in names])
     assert _with_idle(row, 42.0, "idle") == replace(row, idle_seconds=42.0, state="idle")
+
+
+def test_an_idle_time_kept_shows_and_ranks_as_the_exact_one():
+    def band(seconds: float) -> tuple[bool, bool]:
+        return seconds <= IDLE_AFTER_SECONDS, seconds > STALL_AFTER_SECONDS
+
+    for seconds in [*range(0, 4000), *range(4000, 200_000, 7), *range(10**7, 10**7 + 7200)]:
+        kept = shown_idle(float(seconds))
+        assert kept <= seconds and duration(kept) == duration(seconds), seconds
+        assert band(kept) == band(seconds), seconds
+    assert shown_idle(None) is None
+
+
+def test_a_days_old_row_is_made_again_only_when_its_idle_time_shows_differently():
+    class Clock:
+        now = 1_000_000.0
+
+        def __call__(self) -> float:
+            return self.now
+
+    clock = Clock()
+    monitor = _monitor_of_one_session(clock.now - 3 * 86400 - 5)
+    builder = SnapshotBuilder(monitor, clock)
+    first = builder.build().rows[0]
+    clock.now += 60
+    assert builder.build().rows[0] is first
+    clock.now += 3600
+    again = builder.build().rows[0]
+    assert again is not first and again.idle_seconds == first.idle_seconds + 3600
+    recent = _monitor_of_one_session(clock.now - 10)
+    builder = SnapshotBuilder(recent, clock)
+    idle = builder.build().rows[0].idle_seconds
+    clock.now += 1
+    assert builder.build().rows[0].idle_seconds == idle + 1
+
+
+def _monitor_of_one_session(last_ts: float) -> Monitor:
+    monitor = Monitor(SourceSet(paths=[]), DetectionEngine())
+    state = SessionState("s1", agent_id="main", key="agent:main:s1", status="done",
+                         first_ts=last_ts, last_ts=last_ts)
+    monitor.sessions["s1"] = state
+    return monitor
 
 
 class _Events:
