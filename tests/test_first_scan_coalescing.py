@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import fields, replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_ui_scenes import run_first_scan, write_world
 
 from monitor.detect.engine import DetectionEngine
@@ -26,6 +28,7 @@ from monitor.snapshot import (
 from monitor.snapshot_feed import _NO_CALLS, _NO_PENDING, LOG_LINES, SnapshotFeed
 from monitor.sources.sourceset import SourceSet
 from monitor.ui.style import duration
+from monitor.ui.view import BOARD_FILTERS, SORTS, BoardOrder, ViewState
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +152,27 @@ def test_the_log_tail_is_made_shown_only_for_the_lines_it_keeps(monkeypatch):
     feed.poll()
     assert [line.message for line in feed.log][-2:] == [tail[-1].message, "one more"]
     assert len(feed.log) == LOG_LINES and len(redacted) == LOG_LINES + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 11), max_size=6),
+                          st.sampled_from(SORTS), st.sampled_from(BOARD_FILTERS)),
+                min_size=1, max_size=8))
+def test_the_board_sorted_from_its_last_order_is_sorted_as_from_scratch(steps):
+    """Snapshot after snapshot (rows changing, new ones appended, the sort and the filter
+    switched), ``BoardOrder`` shows what a full sort shows."""
+    def row(n: int, version: int) -> BoardRow:
+        states = ("running", "idle", "done", "looping", "stalled", "stopped")
+        return BoardRow(f"s{n:02d}", f"agent:main:k{n % 5}", "l", "main", "m",
+                        states[(n + version) % 6], n * version, version, n, float(version % 3),
+                        None, None, ("warning", "critical", None)[(n * version) % 3], 0,
+                        float(version), 0.0, 0)
+
+    versions: dict[int, int] = {}
+    order = BoardOrder()
+    for changed, sort, board_filter in steps:
+        for n in changed:
+            versions[n] = versions.get(n, 0) + 1
+        rows = tuple(row(n, v) for n, v in versions.items())
+        view = ViewState(sort=sort, board_filter=board_filter)
+        assert order.rows(view, rows) == view.board_rows(rows)

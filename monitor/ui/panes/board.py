@@ -8,7 +8,7 @@ from monitor.snapshot import BoardRow, Snapshot
 from monitor.ui.panes.base import set_title
 from monitor.ui.panes.rows import RowsView
 from monitor.ui.style import LEVEL_GLYPH, Palette, duration, percent, tokens
-from monitor.ui.view import ViewState
+from monitor.ui.view import BoardOrder, ViewState
 
 COLUMNS = (
     ("session", "Session", 28), ("source", "Src", 3), ("agent", "Agent", 7),
@@ -63,6 +63,7 @@ class SessionsBoard(RowsView):
         super().__init__(COLUMNS, **kw)
         self.palette: Palette | None = None
         self.total = 0
+        self.order = BoardOrder()
 
     def on_mount(self) -> None:
         self.border_title = "Sessions"
@@ -90,7 +91,7 @@ class SessionsBoard(RowsView):
         if palette is not self.palette:
             self.palette = palette
             self.restyle()
-        rows = [(row.session_id, row) for row in view.board_rows(snapshot.rows)]
+        rows = [(row.session_id, row) for row in self.order.rows(view, snapshot.rows)]
         self.total = len(snapshot.rows)
         count = f"{len(rows)}" if len(rows) == self.total else f"{len(rows)} of {self.total}"
         set_title(self, f"Sessions ({count}) · sort: {view.sort} · filter: {view.board_filter}"
