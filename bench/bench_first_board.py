@@ -12,6 +12,8 @@ headless, and timestamps every snapshot the ingest thread publishes. Reported pe
   and the peak RSS of the history reader processes (``history.reader_processes``;
   ``--readers 0,auto`` runs the board without them and with them, in turn);
 - the MB still to read when the active sessions were shown;
+- the board's CPU at rest after the first scan (``--at-rest`` seconds, nothing written: the
+  snapshots it still builds and draws once a second, and its sweep of idle files);
 - the first scan against the read floor of the same dir (``bench_read_floor``: every row
   read and every blob decompressed, or every transcript read and split into lines), timed
   in the same process after the board: the machine's speed varies from day to day, and
@@ -48,11 +50,13 @@ sys.path.insert(0, str(REPO / "bench"))
 from bench_read_floor import FLOORS  # noqa: E402
 
 GOAL_SECONDS = 2.0
+#: After the first scan, the board is left this long before its CPU at rest is measured.
+AT_REST_SETTLE_SECONDS = 3.0
 LIVE_STATES = ("running", "stalled", "looping", "idle")
 
 
 async def measure(state_dir: str, running_keys: set[str], scan_limit: float,
-                  readers: int | None = None) -> dict:
+                  readers: int | None = None, at_rest: float = 0.0) -> dict:
     from monitor.config import Config
     from monitor.ui.factory import DashboardOptions, build_app
 
@@ -99,6 +103,12 @@ async def measure(state_dir: str, running_keys: set[str], scan_limit: float,
                 result["snapshots"] = snapshot.seq
                 break
             await asyncio.sleep(0.01)
+        if at_rest and result.get("scan_done_s") is not None:
+            await asyncio.sleep(AT_REST_SETTLE_SECONDS)
+            cpu, wall = time.process_time(), time.perf_counter()
+            await asyncio.sleep(at_rest)
+            result["at_rest_core_percent"] = round(
+                100 * (time.process_time() - cpu) / (time.perf_counter() - wall), 1)
     return result
 
 
@@ -108,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eras", default="sqlite,legacy")
     parser.add_argument("--scan-limit", type=float, default=900.0,
                         help="stop waiting for the first scan after this many seconds")
+    parser.add_argument("--at-rest", type=float, default=20.0,
+                        help="after the first scan, measure the board's CPU at rest over "
+                             "this many seconds (0: not at all)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--readers", default="auto",
                         help="history.reader_processes to run with, comma-separated, each "
@@ -124,12 +137,14 @@ def main(argv: list[str] | None = None) -> int:
             if len(eras) > 1 or len(reader_counts) > 1:     # each run in a fresh process:
                 out = subprocess.run(                        # RSS is not the last run's
                     [sys.executable, __file__, "--dir", args.dir, "--eras", era,
-                     "--scan-limit", str(args.scan_limit), "--readers", readers, "--json"],
+                     "--scan-limit", str(args.scan_limit), "--readers", readers,
+                     "--at-rest", str(args.at_rest), "--json"],
                     check=True, capture_output=True, text=True).stdout
                 rows.extend(json.loads(out))
                 continue
             count = None if readers == "auto" else int(readers)
-            result = asyncio.run(measure(str(root / era), running, args.scan_limit, count))
+            result = asyncio.run(measure(str(root / era), running, args.scan_limit, count,
+                                         args.at_rest))
             rows.append({"era": era, "readers": readers, "running_sessions": len(running),
                          **result, **read_floor(era, root / era)})
     if args.json:
@@ -145,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{row.get('scan_done_s')} s, {row.get('sessions_on_board')} sessions, "
               f"RSS {row.get('rss_mb_then')} MB, CPU {row.get('cpu_s_then')} s (readers: "
               f"{row.get('reader_cpu_s')} s, peak RSS {row.get('reader_peak_rss_mb')} MB), "
-              f"{row.get('disk_mb_then')} MB read from disk, {row.get('snapshots')} snapshots")
+              f"{row.get('disk_mb_then')} MB read from disk, {row.get('snapshots')} snapshots; "
+              f"at rest after it: {row.get('at_rest_core_percent')} % of a core")
         if row.get("scan_done_s") is not None:
             print(f"{'':7} read floor {row['floor_s']} s wall, {row['floor_cpu_s']} s CPU: first "
                   f"scan / floor {row['scan_done_s'] / row['floor_s']:.1f}x wall, "
