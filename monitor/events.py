@@ -93,7 +93,12 @@ class AssistantMessage(msgspec.Struct, frozen=True):
 
     @property
     def is_error(self) -> bool:
-        return self.stop_reason in ("error", "aborted") or bool(self.error_message)
+        return reply_failed(self.stop_reason, self.error_message)
+
+
+def reply_failed(stop_reason: str | None, error_message: str | None) -> bool:
+    """Whether a reply that stopped so ended in an error (``AssistantMessage.is_error``)."""
+    return stop_reason in ("error", "aborted") or bool(error_message)
 
 
 class ToolCall(msgspec.Struct, frozen=True):

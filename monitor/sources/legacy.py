@@ -204,19 +204,21 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
                 self._read_ahead.ahead_of(self._order, start + step, self._unstarted,
                                           self._followers)
             summing = self._summing(sid, out)
-            while True:
-                lines = follower.poll(max_bytes=min(budget, READ_STEP_BYTES))
-                budget -= follower.bytes_read
-                if summing is None:
-                    for line in lines:
-                        self.emit_line(sid, line, out)
-                else:
-                    for line in lines:
-                        summing.add(self.emit_line, line)
-                if not follower.behind or budget <= 0 or self.out_of_time():
-                    break
-            if summing is not None:
-                summing.close()
+            try:
+                while True:
+                    lines = follower.poll(max_bytes=min(budget, READ_STEP_BYTES))
+                    budget -= follower.bytes_read
+                    if summing is None:
+                        for line in lines:
+                            self.emit_line(sid, line, out)
+                    else:
+                        for line in lines:
+                            summing.add(self.emit_line, line)
+                    if not follower.behind or budget <= 0 or self.out_of_time():
+                        break
+            finally:
+                if summing is not None:
+                    summing.close()
             self._read_ahead.started(path, self._unstarted.pop(path, 0))
             notices += follower.take_notices()
             if follower.behind:

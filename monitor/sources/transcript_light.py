@@ -29,6 +29,7 @@ from monitor.events import (
     ToolResult,
     Usage,
     UserMessage,
+    reply_failed,
 )
 from monitor.sources.transcript import (
     IGNORED_ENTRY_TYPES,
@@ -119,10 +120,9 @@ def count_into(summed: CountedSum, text: str | bytes, origin: str, count_only: C
     if role == "assistant":
         names = [item.name if isinstance(item.name, str) else "?" for item in _items(message)
                  if item.type in TOOL_CALL_ITEM_TYPES]
-        stop_reason = _text(message.stopReason)
         summed.add_reply(origin, ts, _run_id(message), names, parse_usage(message.usage),
                          _text(message.model),
-                         stop_reason in ("error", "aborted") or bool(_text(message.errorMessage)))
+                         reply_failed(_text(message.stopReason), _text(message.errorMessage)))
         return 1 + len(names)
     if role == "toolResult":
         summed.add_event(origin, ts, _run_id(message))
