@@ -1,7 +1,8 @@
-"""The first scan's cheaper dashboard work (issue 11): snapshots coalesced while the backlog
-drains, unchanged rows refreshed without ``dataclasses.replace``, no timeline containers for
-sessions whose calls are only counted, log lines made shown only if they stay in the tail.
-None of it may change what the board shows."""
+"""The dashboard's cheaper work on a large state dir (issue 11): snapshots coalesced while the
+first scan's backlog drains, unchanged rows refreshed without ``dataclasses.replace`` and
+only when their idle time shows differently, the board sorted from its last order, no
+timeline containers for sessions whose calls are only counted, log lines made shown only if
+they stay in the tail. None of it may change what the board shows."""
 
 from __future__ import annotations
 
