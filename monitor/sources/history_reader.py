@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from monitor.events import SourceError
 from monitor.lifetime import end_with_parent
 from monitor.sources.tail_state import FollowerState, TailNotice
-from monitor.sources.transcript_light import CountedSum
+from monitor.sources.transcript_light import SummedRun
 
 #: File bytes one part covers at most: the events of a part are alive until it is folded.
 PART_BYTES = 4 << 20
@@ -146,32 +146,30 @@ def _session_parts(request: HistoryRequest, count_only, newest: dict, given, sen
 
 class _Part:
     """One part being read: each line's or row's events, each run of counted-only events
-    summed (``CountedSum``), and the source's counts from zero."""
+    summed (``SummedRun``), and the source's counts from zero."""
 
     def __init__(self, source, sid: str, since: float, newest: dict) -> None:
         self.source, self.sid, self.since, self.newest = source, sid, since, newest
         source.events = source.errors = 0
         source.error_samples = []
         self.events: list = []
-        self.summed = source.counted_sum = CountedSum(sid)
+        self.run = SummedRun(source, sid, self.events)
 
     def add(self, read, item) -> int:
-        """``read(sid, item, events)``'s events added (counted-only ones were summed); what
-        it returned."""
-        events: list = []
-        returned = read(self.sid, item, events)
-        if events:
-            self.summed.flush_to(self.events)
-            self.events += events
-            for event in events:
-                ts = getattr(event, "ts", None)
-                if ts is not None and ts >= self.since:
-                    self.newest[self.sid] = ts
+        """``read(sid, item, events)``'s events added (counted-only ones summed); what it
+        returned."""
+        events = self.events
+        given_before = len(events)
+        returned = self.run.add(read, item)
+        for event in events[given_before:]:
+            ts = getattr(event, "ts", None)
+            if ts is not None and ts >= self.since:
+                self.newest[self.sid] = ts
         return returned
 
     def finish(self, state, last: bool, size: int, *, rows: int = 0,
                notices: list | None = None, suspended: tuple | None = None) -> HistoryPart:
-        self.summed.flush_to(self.events)
+        self.run.close()
         source = self.source
         return HistoryPart(state, last, size, rows, self.events, source.events,
                            source.errors, source.error_samples, notices or [], suspended)

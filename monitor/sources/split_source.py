@@ -10,7 +10,7 @@ import time
 
 from monitor.sources.history_reader import PART_BYTES, HistoryPart, HistoryRequest
 from monitor.sources.history_split import MIN_SPLIT_BYTES, HistorySplit
-from monitor.sources.transcript_light import CountedSum
+from monitor.sources.transcript_light import SummedRun
 
 #: Waiting for a reader's next part, at least this long once a step's deadline passed: the
 #: source has nothing else to do then, and returning at once would spin.
@@ -115,26 +115,3 @@ class SharesHistory:
             self._split.close()
             self._split = None
 
-
-class SummedRun:
-    """A source reading one session's entries into ``out``, each run of counted-only ones
-    summed into a ``CountedHistory`` put where its first entry's events would have been."""
-
-    def __init__(self, source, sid: str, out: list) -> None:
-        self.source, self.sid, self.out = source, sid, out
-        self.summed = source.counted_sum = CountedSum(sid)
-
-    def add(self, read, item):
-        """``read(sid, item, out)``, what it returned."""
-        out, summed = self.out, self.summed
-        mark = len(out)
-        returned = read(self.sid, item, out)
-        if summed.events and len(out) > mark:
-            held: list = []
-            summed.flush_to(held)
-            out[mark:mark] = held
-        return returned
-
-    def close(self) -> None:
-        self.summed.flush_to(self.out)
-        self.source.counted_sum = None

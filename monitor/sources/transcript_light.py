@@ -10,8 +10,9 @@ of a type the full read ignores (``custom`` and the like) gives no event, as the
 else, or anything these structs do not take as typed (another entry type, a veto, a value
 of an unexpected type, JSON the fast decoder refuses), gives None: the caller then reads
 the entry in full, so a line is accepted, refused or reported exactly as it is today.
-``count_into`` adds the same events to a ``CountedSum`` without making them (what a history
-reader process sends).
+``count_into`` adds the same events to a ``CountedSum`` without making them, and a
+``SummedRun`` puts each run of them summed in a source's output (what a history reader
+process sends, and what a source reads itself while the monitor folds quietly).
 """
 
 from __future__ import annotations
@@ -219,6 +220,30 @@ class CountedSum:
             self.tokens_output, self.tokens_total, tuple(self.costs), self.errors, self.model,
             self.user_run_id, tuple(self.run_ids)))
         self._clear()
+
+
+class SummedRun:
+    """A source reading one session's entries into ``out``, each run of counted-only ones
+    summed into a ``CountedHistory`` put where its first entry's events would have been."""
+
+    def __init__(self, source, sid: str, out: list) -> None:
+        self.source, self.sid, self.out = source, sid, out
+        self.summed = source.counted_sum = CountedSum(sid)
+
+    def add(self, read, item):
+        """``read(sid, item, out)``, what it returned."""
+        out, summed = self.out, self.summed
+        mark = len(out)
+        returned = read(self.sid, item, out)
+        if summed.events and len(out) > mark:
+            held: list = []
+            summed.flush_to(held)
+            out[mark:mark] = held
+        return returned
+
+    def close(self) -> None:
+        self.summed.flush_to(self.out)
+        self.source.counted_sum = None
 
 
 def _ignored(text: str, entry: _Entry, count_only: CountOnly) -> list | None:
