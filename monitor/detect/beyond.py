@@ -8,6 +8,7 @@ only the first time a level is reached for its pattern.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict, deque
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 
@@ -37,12 +38,12 @@ class SessionProgress:
 
     def __init__(self, window: int) -> None:
         self.window = window
-        self.keys: deque[str] = deque()
-        self.present: Counter[str] = Counter()
+        self.keys: deque[Hashable] = deque()
+        self.present: Counter[Hashable] = Counter()
         self.streak = 0
         self.episode = 0
 
-    def observe(self, key: str | None) -> int:
+    def observe(self, key: Hashable | None) -> int:
         """Add one outcome (None = a veto, never new); return the current streak."""
         if key is None or self.present[key]:
             self.streak += 1
@@ -172,18 +173,18 @@ class PostCompaction:
     __slots__ = ("before", "episode", "remaining", "repeats")
 
     def __init__(self) -> None:
-        self.before: frozenset[str] = frozenset()
+        self.before: frozenset[Hashable] = frozenset()
         self.remaining = 0
         self.repeats = 0
         self.episode = 0
 
-    def compaction(self, recent_keys: list[str], window_calls: int) -> None:
+    def compaction(self, recent_keys: list[Hashable], window_calls: int) -> None:
         self.before = frozenset(recent_keys)
         self.remaining = window_calls
         self.repeats = 0
         self.episode += 1
 
-    def observe(self, key: str) -> int | None:
+    def observe(self, key: Hashable) -> int | None:
         """The repeat count after this call, or None outside a post-compaction window."""
         if self.remaining <= 0:
             return None

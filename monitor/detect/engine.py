@@ -33,7 +33,7 @@ from monitor.detect.gateway_notice import loop_finding_message, openclaw_loop_li
 from monitor.detect.hibernate import SessionSummary, restore
 from monitor.detect.jsstable import js_trim
 from monitor.detect.loopcore import Record, Verdict, evaluate
-from monitor.detect.normalise import outcome_key
+from monitor.detect.outcome_keys import DeferredBodies, OutcomeKey
 from monitor.detect.outcomes import (
     VETO_KIND,
     hash_tool_call,
@@ -96,6 +96,7 @@ class DetectionEngine:
         self._run_to_session = RunIndex(MAX_RUN_INDEX)
         self._ledger = DailyLedger()
         self._orphan_notices: OrderedDict[str, int] = OrderedDict()
+        self._outcome_keys = DeferredBodies()
         #: Told ``(session_id, call_id, outcome key)`` of each result keyed (the dashboard's
         #: timeline marks repeating outcomes with the engine's own key).
         self.outcome_listener: Callable[[str, str, str], None] | None = None
@@ -394,10 +395,11 @@ class DetectionEngine:
             record.failure_identity = outcome.failure_identity
             record.no_progress = outcome.no_progress
             record.unknown_tool_name = outcome.unknown_tool_name
-        key = outcome_key(settings.normaliser, call.tool, call.args_hash,
-                          is_error=event.is_error, details=event.details, text=event.text)
+        key = self._outcome_keys.key(settings.normaliser, call.tool, call.args_hash,
+                                     is_error=event.is_error, details=event.details,
+                                     text=event.text)
         if self.outcome_listener is not None:
-            self.outcome_listener(event.session_id, event.call_id, key)
+            self.outcome_listener(event.session_id, event.call_id, key.make())
         return self._progress(state, settings, call, key, event.ts)
 
     def _on_veto(self, state: SessionState, settings: Settings,
@@ -415,11 +417,11 @@ class DetectionEngine:
         return self._progress(state, settings, call, None, event.ts)
 
     def _progress(self, state: SessionState, settings: Settings, call: PendingCall,
-                  key: str | None, ts: float | None) -> list[Finding]:
+                  key: OutcomeKey | None, ts: float | None) -> list[Finding]:
         """The beyond-OpenClaw detectors that judge a call by its outcome."""
         det = settings.detection
         hits: list[Hit] = []
-        combined = f"{call.args_hash}|{key or 'veto'}"
+        combined = (call.args_hash, key)
         if det.detectors.session_no_progress:
             streak = state.progress.observe(key)
             cfg = det.session_no_progress

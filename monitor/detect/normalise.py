@@ -311,7 +311,8 @@ def _splice(text: bytes, spans: list[tuple[int, int]], mark: bytes) -> bytes:
 
 
 def is_failure(tool: str, is_error: bool, details: Any, text: str) -> bool:
-    """A failure whose message says what failed (so it repeats only when nothing changed)."""
+    """A failure whose message says what failed (so it repeats only when nothing changed);
+    ``text`` as the result holds it."""
     if is_error:
         return True
     if tool != "exec" or not isinstance(details, dict):
@@ -319,16 +320,24 @@ def is_failure(tool: str, is_error: bool, details: Any, text: str) -> bool:
     code = details.get("exitCode")
     if not isinstance(code, int) or isinstance(code, bool) or code == 0:
         return False
-    output = details.get("aggregated") if isinstance(details.get("aggregated"), str) else text
-    output = js_trim(output or "")
+    aggregated = details.get("aggregated")
+    output = js_trim(aggregated if isinstance(aggregated, str) else strip_loop_note(text))
     return bool(output) and output != f"(Command exited with code {code})"
 
 
-def outcome_key(normaliser: Normaliser, tool: str, args_hash: str, *, is_error: bool,
-                details: Any, text: str) -> str:
-    """The key ``session_no_progress`` compares: successes keep their arguments, failures
-    are keyed on the tool and the masked failure alone (the same failure from a rotated
-    command is still the same dead end)."""
+def outcome_prefix(tool: str, args_hash: str, *, is_error: bool, details: Any, text: str
+                   ) -> str:
+    """An outcome key without its digest: ``fail:<tool>`` for a failure (the same failure
+    from a rotated command is still the same dead end), ``ok:<arguments' hash>`` for a
+    success. Two keys can be equal only when their prefixes are."""
+    if is_failure(tool, is_error, details, text):
+        return f"fail:{tool}"
+    return f"ok:{args_hash}"
+
+
+def outcome_digest(normaliser: Normaliser, tool: str, *, is_error: bool, details: Any,
+                   text: str) -> str:
+    """The digest of an outcome key: of the result masked (``Normaliser``)."""
     text = js_trim(strip_loop_note(text))
     if tool == "exec" and isinstance(details, dict) and isinstance(details.get("status"), str):
         aggregated = details.get("aggregated")
@@ -342,7 +351,13 @@ def outcome_key(normaliser: Normaliser, tool: str, args_hash: str, *, is_error: 
     else:
         body = {"details": normaliser.strip_keys(details) if isinstance(details, dict) else None,
                 "text": text, "error": is_error}
-    digest = normaliser.digest(body)
-    if is_failure(tool, is_error, details, text):
-        return f"fail:{tool}:{digest}"
-    return f"ok:{args_hash}:{digest}"
+    return normaliser.digest(body)
+
+
+def outcome_key(normaliser: Normaliser, tool: str, args_hash: str, *, is_error: bool,
+                details: Any, text: str) -> str:
+    """The key ``session_no_progress`` compares: ``outcome_prefix``, then
+    ``outcome_digest``."""
+    prefix = outcome_prefix(tool, args_hash, is_error=is_error, details=details, text=text)
+    digest = outcome_digest(normaliser, tool, is_error=is_error, details=details, text=text)
+    return f"{prefix}:{digest}"

@@ -54,20 +54,41 @@ _PID = re.compile(rf"\b(?:pid|ppid)\b(?:{_WS}|[#:=])*\d+", re.ASCII | re.IGNOREC
 _UNIT_SHAPE = bytes.maketrans(b"0123456789\t\n\x0b\x0c\rnNuUmMsShH",
                               b"9999999999     uuuuuuuuuu")
 _UNIT_PROBE = re.compile(rb"9 ?u")
+#: Units ``_may_hold_duration`` looks at one by one (each a ``memchr``) before it hands the
+#: rest of the shape to ``_UNIT_PROBE``: a regex with a literal start still tries every
+#: position of a run of digits.
+_UNIT_TRIES = 64
 
 
 def _may_hold_duration(text: str) -> bool:
     if not text.isascii():  # whitespace beyond ASCII: let the regex decide
         return True
-    return _UNIT_PROBE.search(text.encode("ascii").translate(_UNIT_SHAPE)) is not None
+    shaped = text.encode("ascii").translate(_UNIT_SHAPE)
+    at = shaped.find(b"u")
+    for _ in range(_UNIT_TRIES):
+        if at < 0:
+            return False
+        if shaped[at - 1:at] == b"9" or shaped[max(0, at - 2):at] == b"9 ":
+            return True
+        at = shaped.find(b"u", at + 1)
+    return _UNIT_PROBE.search(shaped, at) is not None
+
+
+def _holds(words: tuple[str, ...]):
+    """A gate: the lowercased text holds one of ``words`` (each first looked for by its last
+    letter alone, a ``memchr``: a search for a word crawls through a long run of digits)."""
+    def may_match(text: str) -> bool:
+        lower = text.lower()
+        return any(word[-1] in lower and word in lower for word in words)
+    return may_match
 
 
 _VOLATILE_EXEC_FAILURE: tuple[tuple[re.Pattern, Callable[[str], bool]], ...] = (
     (_ISO_TIME, lambda text: "-" in text and ":" in text),
     (_CLOCK_TIME, lambda text: ":" in text),
-    (_ATTEMPT, lambda text: "attempt" in (lower := text.lower()) or "retry" in lower),
+    (_ATTEMPT, _holds(("attempt", "retry"))),
     (_DURATION, _may_hold_duration),
-    (_PID, lambda text: "pid" in text.lower()),
+    (_PID, _holds(("pid",))),
 )
 _UNKNOWN_TOOL = (
     re.compile(r"""unknown tool[:\s]+["']?([a-z0-9_.-]+)["']?""", re.IGNORECASE),

@@ -124,7 +124,8 @@ class SessionState:
         self.critical_buckets = BoundedGate()
         self.levels = BoundedGate()
         self.progress = SessionProgress(progress_window)
-        self.recent_call_keys: deque[str] = deque(maxlen=history_size)
+        #: ``(arguments' hash, outcome key)`` of recent calls (a veto's key: None).
+        self.recent_call_keys: deque[tuple[str, Any]] = deque(maxlen=history_size)
         self.turns = TurnFailures()
         self.diminishing = Diminishing()
         self.bloat = ContextBloat()

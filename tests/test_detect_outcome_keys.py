@@ -1,0 +1,131 @@
+"""Outcome keys made only when compared: the same findings as keys made at once, fewer
+digests, and bodies held within a budget."""
+
+from __future__ import annotations
+
+import gc
+import pickle
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_detect_support import Script, exec_details
+
+from monitor.detect import outcome_keys
+from monitor.detect.normalise import Normaliser, outcome_key
+from monitor.detect.outcome_keys import DeferredBodies, OutcomeKey
+
+NORMALISER = Normaliser()
+
+
+def key_of(deferred: DeferredBodies, command: str, output: str, code: int = 0) -> OutcomeKey:
+    return deferred.key(NORMALISER, "exec", f"h-{command}", is_error=False,
+                        details=exec_details(output, code), text=output)
+
+
+def test_a_key_reads_as_the_key_made_at_once():
+    deferred = DeferredBodies()
+    for command, output, code in (("ls", "a\nb", 0), ("ls /x", "No such file", 2),
+                                  ("date", "Fri Dec  4 14:05:05 UTC 2026", 0)):
+        key = key_of(deferred, command, output, code)
+        assert not key.made
+        assert key.make() == str(key) == outcome_key(
+            NORMALISER, "exec", f"h-{command}", is_error=False,
+            details=exec_details(output, code), text=output)
+        assert key.made
+
+
+def test_only_keys_of_the_same_prefix_are_ever_made():
+    deferred = DeferredBodies()
+    window = Counter(key_of(deferred, f"cat f{n}", f"body {n}") for n in range(50))
+    assert len(window) == 50
+    assert not any(key.made for key in window)
+    again = key_of(deferred, "cat f7", "body 7 at 2026-12-04T14:05:05Z")
+    other = key_of(deferred, "cat f8", "changed")
+    assert window[again] == 0 and window[other] == 0
+    made = {key.prefix for key in window if key.made}
+    assert made == {"ok:h-cat f7", "ok:h-cat f8"}
+    assert key_of(deferred, "cat f7", "body 7") in window
+
+
+def test_failures_of_rotated_commands_share_a_prefix_and_compare_masked():
+    deferred = DeferredBodies()
+    first = key_of(deferred, "ls /nope", "ls: /nope: missing at 14:05:05", 2)
+    second = key_of(deferred, "find /nope", "ls: /nope: missing at 14:06:01", 2)
+    assert first.prefix == second.prefix == "fail:exec"
+    assert first == second and hash(first) == hash(second)
+
+
+def test_held_bodies_stay_within_the_budget_and_dead_keys_leave():
+    deferred = DeferredBodies(budget_bytes=64 << 10)
+    kept = [key_of(deferred, f"cat f{n}", "x" * 4000) for n in range(200)]
+    assert deferred.held_bytes <= 64 << 10
+    assert sum(not key.made for key in kept) * 4000 <= 64 << 10
+    assert kept[0].made and not kept[-1].made
+    del kept
+    gc.collect()
+    assert deferred.held_bytes == 0
+
+
+def test_a_pickled_key_comes_back_made_and_equal():
+    deferred = DeferredBodies()
+    key = key_of(deferred, "date", "Fri Dec  4 14:05:05 UTC 2026")
+    thawed = pickle.loads(pickle.dumps(key))
+    assert key.made and thawed.made
+    assert thawed == key and hash(thawed) == hash(key)
+
+
+def test_nested_details_are_made_at_once():
+    deferred = DeferredBodies()
+    key = deferred.key(NORMALISER, "read", "h", is_error=False,
+                       details={"content": [{"type": "text", "text": "x"}]}, text="x")
+    assert key.made and deferred.held_bytes == 0
+
+
+OUTPUTS = st.sampled_from([
+    "ok", "ok at 2026-12-04T14:05:05Z", "ok at 2026-12-04T14:06:11Z", "Permission denied",
+    "took 12ms", "took 340ms", "pid 4242 exited", "pid 4343 exited", "x" * 300, "",
+])
+STEPS = st.lists(st.tuples(
+    st.sampled_from(["ls", "find .", "python3 x.py", "tail log", "cat a"]),
+    OUTPUTS, st.sampled_from([0, 0, 1, 2]), st.booleans(),
+    st.sampled_from(["step", "step", "step", "compaction"])), max_size=120)
+
+
+class TextKey(str):
+    def make(self) -> str:
+        return self
+
+
+class TextKeys(DeferredBodies):
+    """Each key its text, made at once (``normalise.outcome_key``)."""
+
+    def key(self, normaliser, tool, args_hash, *, is_error, details, text):
+        return TextKey(outcome_key(normaliser, tool, args_hash, is_error=is_error,
+                                   details=details, text=text))
+
+
+def _run(steps, budget: int | None) -> tuple[list, list]:
+    """Findings and streaks of ``steps``, with keys made lazily within ``budget`` (None:
+    text keys)."""
+    script = Script()
+    script.engine._outcome_keys = TextKeys() if budget is None else DeferredBodies(budget)
+    for command, output, code, read_instead, kind in steps:
+        if kind == "compaction":
+            script.compaction()
+        elif read_instead:
+            script.step("read", {"path": command}, {"kind": "text", "size": len(output)}, output)
+        else:
+            script.exec(command, output, code)
+    streaks = [(s.detector, s.count, s.level) for s in script.engine.streaks(script.session_id)]
+    return [(f.detector, f.level, f.count, f.at_call) for f in script.findings], streaks
+
+
+@settings(max_examples=150, deadline=None)
+@given(STEPS, st.sampled_from([1 << 20, 2048, 0]))
+def test_findings_and_streaks_are_those_of_text_keys(steps, budget):
+    assert _run(steps, budget) == _run(steps, None)
+
+
+def test_the_default_budget_is_what_an_engine_gets():
+    assert Script().engine._outcome_keys.budget_bytes == outcome_keys.DEFERRED_BUDGET_BYTES
