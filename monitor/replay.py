@@ -52,8 +52,9 @@ BYTES_PER_JOB = 8 << 20
 SHARDS_PER_JOB = 4
 #: What one poll of a shard's transcript source reads. A poll's events are all alive at
 #: once until they are folded, so this bounds a worker's memory: with the live default
-#: (32 MiB) each worker held some 80 MB more at its peak, for no gain in speed.
-SHARD_POLL_BYTES = 4 << 20
+#: (32 MiB) each worker held some 80 MB more at its peak, and with 4 MiB the two processes
+#: of a replay of 10,003 sessions 12-14 MB more, for no gain in speed.
+SHARD_POLL_BYTES = 1 << 20
 #: What of an index record the cache's fingerprint holds: all of it (plain values).
 INDEX_RECORD_FIELDS = SessionInfo.__struct_fields__
 #: Runs remembered while replaying: all of them (the log is read after every transcript).

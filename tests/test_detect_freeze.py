@@ -8,8 +8,12 @@ same streaks, burn and ping-pong pairs.
 
 from __future__ import annotations
 
+import gc
+import tempfile
 from itertools import zip_longest
 
+import msgspec
+import psutil
 from test_detect_support import fixture_events
 
 from monitor.config import Config
@@ -57,3 +61,40 @@ def test_a_state_pickle_cannot_take_stays_alive():
     engine._last_session = None
     engine.freeze_idle()
     assert sid in engine._sessions and sid not in engine._frozen
+
+
+def _two_sessions(engine: DetectionEngine) -> str:
+    """Feed the hammer's first events as two sessions; the id of the one the last event
+    did not go to."""
+    events = fixture_events("oc-hammer.jsonl")[:6]
+    for event in events:
+        engine.observe("agent:main:a", "main", event)
+    engine.observe("agent:main:b", "main", msgspec.structs.replace(events[0], session_id="b"))
+    return events[0].session_id
+
+
+def test_frozen_states_are_kept_in_an_unnamed_file_closed_with_the_engine(tmp_path,
+                                                                           monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    process = psutil.Process()
+    fds_before = process.num_fds()
+    engine = DetectionEngine(Config())
+    sid = _two_sessions(engine)
+    before = views(engine, {sid})
+    engine.freeze_idle()
+    assert sid in engine._frozen and sid not in engine._sessions
+    assert list(tmp_path.iterdir()) == []           # unlinked at once
+    assert process.num_fds() == fds_before + 1
+    assert views(engine, {sid}) == before           # thawed as it was
+    assert sid in engine._sessions and sid not in engine._frozen
+    del engine
+    gc.collect()
+    assert process.num_fds() == fds_before
+
+
+def test_a_state_with_nowhere_to_be_written_stays_alive(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    engine = DetectionEngine(Config())
+    sid = _two_sessions(engine)
+    engine.freeze_idle()
+    assert sid in engine._sessions and len(engine._frozen) == 0

@@ -18,17 +18,15 @@ bucket rises, and again after OpenClaw really vetoed a call (a new block).
 
 from __future__ import annotations
 
-import pickle
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-
-import zstandard
 
 from monitor.config import Config
 from monitor.detect.beyond import Hit, level_for
 from monitor.detect.budgets import DailyLedger, day_of, tokens_of
 from monitor.detect.findings import LEVEL_RANK, Finding
+from monitor.detect.frozen import FrozenStates
 from monitor.detect.gateway_notice import loop_finding_message, openclaw_loop_line
 from monitor.detect.hibernate import SessionSummary, restore
 from monitor.detect.jsstable import js_trim
@@ -87,10 +85,8 @@ class DetectionEngine:
         self._sessions: dict[str, SessionState] = {}
         #: Idle sessions reduced to their summary (``hibernate_idle``); woken by an event.
         self._hibernated: dict[str, SessionSummary] = {}
-        #: Sessions set aside whole, pickled and compressed (``freeze_idle``); thawed by
-        #: their next event.
-        self._frozen: dict[str, bytes] = {}
-        self._packer: tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor] | None = None
+        #: Sessions set aside whole (``freeze_idle``); thawed by their next event.
+        self._frozen = FrozenStates()
         self._last_session: str | None = None
         self._key_to_session: dict[str, str] = {}
         self._run_to_session = RunIndex(MAX_RUN_INDEX)
@@ -139,31 +135,19 @@ class DetectionEngine:
         return []
 
     def freeze_idle(self) -> None:
-        """Pickle the state of every live session but the one the last event went to.
-
-        A replay reads a session's transcripts one after another, so most sessions are done
-        once the next one starts; their detector state is a few kB pickled, several times
-        that alive, and a third of that compressed (its hex digests and repeated keys). A
-        frozen session that gets another event thaws to exactly the state it had (unlike
-        hibernation, which keeps only totals)."""
-        if self._packer is None:
-            self._packer = (zstandard.ZstdCompressor(level=1), zstandard.ZstdDecompressor())
-        compress = self._packer[0].compress
+        """Set aside the state of every live session but the one the last event went to
+        (``FrozenStates``); a frozen session that gets another event thaws to exactly the
+        state it had (unlike hibernation, which keeps only totals). A state pickle cannot
+        take stays alive."""
         for session_id in [s for s in self._sessions if s != self._last_session]:
-            try:
-                frozen = pickle.dumps(self._sessions[session_id], pickle.HIGHEST_PROTOCOL)
-            except (pickle.PicklingError, AttributeError, TypeError, ValueError, RecursionError):
-                continue                    # a value pickle cannot take: it stays alive
-            # Copied: the compressor's result keeps the buffer of the worst-case size.
-            self._frozen[session_id] = memoryview(compress(frozen)).tobytes()
-            del self._sessions[session_id]
+            if self._frozen.put(session_id, self._sessions[session_id]):
+                del self._sessions[session_id]
 
     def _live(self, session_id: str) -> SessionState | None:
         """The live state of a session, thawed when it was frozen."""
         state = self._sessions.get(session_id)
         if state is None and session_id in self._frozen:
-            thawed = self._packer[1].decompress(self._frozen.pop(session_id))  # type: ignore[index]
-            state = self._sessions[session_id] = pickle.loads(thawed)
+            state = self._sessions[session_id] = self._frozen.take(session_id)
         return state
 
     def streaks(self, session_id: str) -> list[StreakStatus]:

@@ -1,0 +1,65 @@
+"""Detector states set aside whole while a replay reads other sessions.
+
+A replay reads a session's transcripts one after another, so most sessions are done once
+the next one starts; each may still get another event (an archive, another source), and
+must then thaw to exactly the state it had. Their states are pickled, compressed (a third
+of the pickle: hex digests and repeated keys) and written to an unnamed temporary file: a
+replay of 10,003 sessions sets aside some 20 MB this way, which the process would
+otherwise hold to its end.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+from typing import IO
+
+import zstandard
+
+from monitor.detect.session_state import SessionState
+
+
+class FrozenStates:
+    """Pickled, compressed ``SessionState``s by session id, in a temporary file opened on
+    first need (so a forked worker opens its own) and closed with this object."""
+
+    def __init__(self) -> None:
+        self._places: dict[str, tuple[int, int]] = {}   # session id -> (offset, length)
+        self._file: IO[bytes] | None = None
+        self._end = 0
+        self._compress = zstandard.ZstdCompressor(level=1).compress
+        self._decompress = zstandard.ZstdDecompressor().decompress
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._places
+
+    def __len__(self) -> int:
+        return len(self._places)
+
+    def put(self, session_id: str, state: SessionState) -> bool:
+        """Set ``state`` aside; False (and nothing kept) when pickle cannot take it or the
+        file cannot be written."""
+        try:
+            frozen = self._compress(pickle.dumps(state, pickle.HIGHEST_PROTOCOL))
+        except (pickle.PicklingError, AttributeError, TypeError, ValueError, RecursionError):
+            return False
+        try:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="clawwatch-frozen-")
+            written = os.pwrite(self._file.fileno(), frozen, self._end)
+        except OSError:
+            return False
+        if written != len(frozen):
+            return False
+        self._places[session_id] = (self._end, len(frozen))
+        self._end += len(frozen)
+        return True
+
+    def take(self, session_id: str) -> SessionState | None:
+        """The state set aside for ``session_id``, no longer kept here; None if none."""
+        place = self._places.pop(session_id, None)
+        if place is None or self._file is None:
+            return None
+        offset, length = place
+        return pickle.loads(self._decompress(os.pread(self._file.fileno(), length, offset)))
