@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from monitor import replay_cache
+from monitor.detect.outcome_keys import REPLAY_BUDGET_BYTES
 from monitor.events import SessionInfo
 from monitor.heap import give_back_free_memory
 from monitor.lifetime import end_with_parent
@@ -335,6 +336,9 @@ def read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[st
         monitor.quiet = True
         tally = UnitTally(sources.sources)
         freeze_idle = getattr(monitor.engine, "freeze_idle", None)
+        hold_outcome_bodies = getattr(monitor.engine, "hold_outcome_bodies", None)
+        if hold_outcome_bodies is not None:
+            hold_outcome_bodies(REPLAY_BUDGET_BYTES)
         for source in sources.sources:
             if hasattr(source, "poll_budget_bytes"):
                 source.poll_budget_bytes = min(source.poll_budget_bytes, SHARD_POLL_BYTES)

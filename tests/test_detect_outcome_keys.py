@@ -11,9 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_detect_support import Script, exec_details
 
-from monitor.detect import outcome_keys
 from monitor.detect.normalise import Normaliser, outcome_key
-from monitor.detect.outcome_keys import DeferredBodies, OutcomeKey
+from monitor.detect.outcome_keys import REPLAY_BUDGET_BYTES, DeferredBodies, OutcomeKey
 
 NORMALISER = Normaliser()
 
@@ -24,7 +23,7 @@ def key_of(deferred: DeferredBodies, command: str, output: str, code: int = 0) -
 
 
 def test_a_key_reads_as_the_key_made_at_once():
-    deferred = DeferredBodies()
+    deferred = DeferredBodies(REPLAY_BUDGET_BYTES)
     for command, output, code in (("ls", "a\nb", 0), ("ls /x", "No such file", 2),
                                   ("date", "Fri Dec  4 14:05:05 UTC 2026", 0)):
         key = key_of(deferred, command, output, code)
@@ -36,7 +35,7 @@ def test_a_key_reads_as_the_key_made_at_once():
 
 
 def test_only_keys_of_the_same_prefix_are_ever_made():
-    deferred = DeferredBodies()
+    deferred = DeferredBodies(REPLAY_BUDGET_BYTES)
     window = Counter(key_of(deferred, f"cat f{n}", f"body {n}") for n in range(50))
     assert len(window) == 50
     assert not any(key.made for key in window)
@@ -49,7 +48,7 @@ def test_only_keys_of_the_same_prefix_are_ever_made():
 
 
 def test_failures_of_rotated_commands_share_a_prefix_and_compare_masked():
-    deferred = DeferredBodies()
+    deferred = DeferredBodies(REPLAY_BUDGET_BYTES)
     first = key_of(deferred, "ls /nope", "ls: /nope: missing at 14:05:05", 2)
     second = key_of(deferred, "find /nope", "ls: /nope: missing at 14:06:01", 2)
     assert first.prefix == second.prefix == "fail:exec"
@@ -68,7 +67,7 @@ def test_held_bodies_stay_within_the_budget_and_dead_keys_leave():
 
 
 def test_a_pickled_key_comes_back_made_and_equal():
-    deferred = DeferredBodies()
+    deferred = DeferredBodies(REPLAY_BUDGET_BYTES)
     key = key_of(deferred, "date", "Fri Dec  4 14:05:05 UTC 2026")
     thawed = pickle.loads(pickle.dumps(key))
     assert key.made and thawed.made
@@ -76,10 +75,21 @@ def test_a_pickled_key_comes_back_made_and_equal():
 
 
 def test_nested_details_are_made_at_once():
-    deferred = DeferredBodies()
+    deferred = DeferredBodies(REPLAY_BUDGET_BYTES)
     key = deferred.key(NORMALISER, "read", "h", is_error=False,
                        details={"content": [{"type": "text", "text": "x"}]}, text="x")
     assert key.made and deferred.held_bytes == 0
+
+
+def test_a_live_engine_makes_each_key_at_once_and_a_replay_holds_bodies():
+    live, replaying = Script(), Script()
+    replaying.engine.hold_outcome_bodies(REPLAY_BUDGET_BYTES)
+    for script in (live, replaying):
+        for n in range(40):
+            script.exec(f"cat f{n}", f"body {n}")
+    assert live.engine._outcome_keys.held_bytes == 0
+    assert replaying.engine._outcome_keys.held_bytes > 0
+    assert live.findings == replaying.findings
 
 
 OUTPUTS = st.sampled_from([
@@ -93,6 +103,8 @@ STEPS = st.lists(st.tuples(
 
 
 class TextKey(str):
+    """A key's text, as the engine would use a key."""
+
     def make(self) -> str:
         return self
 
@@ -125,7 +137,3 @@ def _run(steps, budget: int | None) -> tuple[list, list]:
 @given(STEPS, st.sampled_from([1 << 20, 2048, 0]))
 def test_findings_and_streaks_are_those_of_text_keys(steps, budget):
     assert _run(steps, budget) == _run(steps, None)
-
-
-def test_the_default_budget_is_what_an_engine_gets():
-    assert Script().engine._outcome_keys.budget_bytes == outcome_keys.DEFERRED_BUDGET_BYTES

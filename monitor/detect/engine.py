@@ -143,6 +143,12 @@ class DetectionEngine:
             if self._frozen.put(session_id, self._sessions[session_id]):
                 del self._sessions[session_id]
 
+    def hold_outcome_bodies(self, budget_bytes: int) -> None:
+        """Let outcome keys wait for a comparison before their results are masked, holding
+        the results up to ``budget_bytes`` (``outcome_keys``): in a replay most are never
+        compared."""
+        self._outcome_keys = DeferredBodies(budget_bytes)
+
     def _live(self, session_id: str) -> SessionState | None:
         """The live state of a session, thawed when it was frozen."""
         state = self._sessions.get(session_id)

@@ -9,7 +9,9 @@ An ``OutcomeKey`` hashes as its prefix, so a set or a counter compares it only w
 the same prefix, and makes its digest then (or when it is shown or pickled).
 
 The bodies still waiting are held in ``DeferredBodies`` up to a budget: past it, the oldest
-keys still alive are made and let go of their bodies.
+keys still alive are made and let go of their bodies. Only a replay gives a budget: a live
+engine makes each key at once (a result costs little there, and its body would be held for
+hours).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from typing import Any
 
 from monitor.detect.normalise import Normaliser, outcome_digest, outcome_prefix
 
-#: Bytes of result bodies the keys of one engine may hold unmade.
-DEFERRED_BUDGET_BYTES = 16 << 20
+#: Bytes of result bodies the keys of a replay's engine may hold unmade: a giant session's
+#: window of 30 large results must fit (with 1 MiB a replay gains nothing).
+REPLAY_BUDGET_BYTES = 16 << 20
 #: What one held key costs besides its body's strings (the key, its tuple, the details dict).
 ENTRY_BYTES = 512
 #: Details with more entries than this are not held (their size is not cheap to tell).
@@ -73,6 +76,7 @@ class OutcomeKey:
 
 
 def made_key(prefix: str, text: str) -> OutcomeKey:
+    """A key as ``pickle`` gives it back: made."""
     return OutcomeKey(prefix, None, text)
 
 
@@ -95,10 +99,11 @@ def held_size(details: Any, text: str) -> int | None:
 class DeferredBodies:
     """Makes the outcome keys of one engine, holding their bodies up to ``budget_bytes``.
 
-    ``_held`` maps each key still alive that was made with its body held, oldest first, to
-    its weak reference and size; a key that dies leaves it."""
+    ``_held`` maps each key still alive that was given a body to hold, oldest first, to its
+    weak reference and size; a key that dies leaves it, one made by a comparison leaves it
+    at the next shed."""
 
-    def __init__(self, budget_bytes: int = DEFERRED_BUDGET_BYTES) -> None:
+    def __init__(self, budget_bytes: int = 0) -> None:
         self.budget_bytes = budget_bytes
         self.held_bytes = 0
         self._held: dict[int, tuple[weakref.ref[OutcomeKey], int]] = {}
@@ -107,7 +112,7 @@ class DeferredBodies:
             details: Any, text: str) -> OutcomeKey:
         prefix = outcome_prefix(tool, args_hash, is_error=is_error, details=details, text=text)
         key = OutcomeKey(prefix, (normaliser, tool, is_error, details, text))
-        size = held_size(details, text)
+        size = held_size(details, text) if self.budget_bytes > 0 else None
         if size is None:
             key.make()
             return key
@@ -130,7 +135,7 @@ class DeferredBodies:
         for ident, (ref, size) in list(self._held.items()):
             key = ref()
             if key is None or key.made or self.held_bytes > self.budget_bytes // 2:
-                del self._held[ident]
-                self.held_bytes -= size
+                if self._held.pop(ident, None) is not None:    # not gone meanwhile
+                    self.held_bytes -= size
                 if key is not None:
                     key.make()
