@@ -12,12 +12,17 @@ from hypothesis import strategies as st
 from test_detect_support import Script, exec_details
 
 from monitor.detect.normalise import Normaliser, outcome_key
-from monitor.detect.outcome_keys import REPLAY_BUDGET_BYTES, DeferredBodies, OutcomeKey
+from monitor.detect.outcome_keys import (
+    REPLAY_BUDGET_BYTES,
+    DeferredBodies,
+    LazyDigest,
+)
+from monitor.detect.outcomes import outcome_of
 
 NORMALISER = Normaliser()
 
 
-def key_of(deferred: DeferredBodies, command: str, output: str, code: int = 0) -> OutcomeKey:
+def key_of(deferred: DeferredBodies, command: str, output: str, code: int = 0) -> LazyDigest:
     return deferred.key(NORMALISER, "exec", f"h-{command}", is_error=False,
                         details=exec_details(output, code), text=output)
 
@@ -42,7 +47,7 @@ def test_only_keys_of_the_same_prefix_are_ever_made():
     again = key_of(deferred, "cat f7", "body 7 at 2026-12-04T14:05:05Z")
     other = key_of(deferred, "cat f8", "changed")
     assert window[again] == 0 and window[other] == 0
-    made = {key.prefix for key in window if key.made}
+    made = {key.group for key in window if key.made}
     assert made == {"ok:h-cat f7", "ok:h-cat f8"}
     assert key_of(deferred, "cat f7", "body 7") in window
 
@@ -51,7 +56,7 @@ def test_failures_of_rotated_commands_share_a_prefix_and_compare_masked():
     deferred = DeferredBodies(REPLAY_BUDGET_BYTES)
     first = key_of(deferred, "ls /nope", "ls: /nope: missing at 14:05:05", 2)
     second = key_of(deferred, "find /nope", "ls: /nope: missing at 14:06:01", 2)
-    assert first.prefix == second.prefix == "fail:exec"
+    assert first.group == second.group == "fail:exec"
     assert first == second and hash(first) == hash(second)
 
 
@@ -79,6 +84,51 @@ def test_nested_details_are_made_at_once():
     key = deferred.key(NORMALISER, "read", "h", is_error=False,
                        details={"content": [{"type": "text", "text": "x"}]}, text="x")
     assert key.made and deferred.held_bytes == 0
+
+
+RESULTS = [  # tool, params, is_error, details, text: every way outcome_of hashes
+    ("exec", {"command": "ls"}, False, exec_details("a\nb"), "a\nb"),
+    ("exec", {"command": "ls /x"}, False,
+     exec_details("ls: /x: missing at 14:05:05, pid 42", 2, "failed"), "ls: /x: missing"),
+    ("exec", {"command": "sleep 9"}, False, {"status": "running", "tail": "zz"}, ""),
+    ("exec", {"command": "rm -rf /"}, False,
+     {"status": "approval-pending", "host": "h", "command": "rm -rf /"}, ""),
+    ("read", {"path": "x"}, True, None, "ENOENT: no such file"),
+    ("write", {"path": "x"}, False, {"changed": False}, ""),
+    ("process", {"action": "poll"}, False, {"status": "running", "aggregated": "x"}, "x"),
+    ("process", {"action": "log"}, False, {"status": "running", "totalLines": 3}, "x"),
+    ("message", {"action": "send", "to": "a"}, False, {"messageId": "1", "ok": True}, "sent"),
+    ("read", {"path": "y"}, False, {"kind": "text"}, "body"),
+]
+
+
+def test_deferred_outcome_hashes_are_those_outcome_of_makes():
+    deferred = DeferredBodies(REPLAY_BUDGET_BYTES)
+    identities = 0
+    for tool, params, is_error, details, text in RESULTS:
+        eager = outcome_of(tool, params, is_error=is_error, details=details, text=text,
+                           is_veto=False)
+        lazy = outcome_of(tool, params, is_error=is_error, details=details, text=text,
+                          is_veto=False, defer=deferred.deferring(tool, details, text))
+        assert isinstance(lazy.result_hash, LazyDigest) and not lazy.result_hash.made
+        assert lazy.result_hash.make() == eager.result_hash
+        assert (lazy.kind, lazy.no_progress, lazy.unknown_tool_name) == \
+            (eager.kind, eager.no_progress, eager.unknown_tool_name)
+        if eager.failure_identity is not None:
+            identities += 1
+            assert lazy.failure_identity.make() == eager.failure_identity
+    assert identities == 1
+
+
+def test_digests_are_equal_within_a_tool_and_made_when_compared():
+    first, second = LazyDigest("exec", str, "h1"), LazyDigest("exec", str, "h1")
+    other_tool, changed = LazyDigest("read", str, "h1"), LazyDigest("exec", str, "h2")
+    assert not first.made and first == second and first.made and second.made
+    assert hash(first) == hash(second) and first != other_tool
+    assert len({first, second, other_tool}) == 2
+    assert changed != first and f"{changed}" == "h2"
+    thawed = pickle.loads(pickle.dumps(LazyDigest("exec", str, "h1")))
+    assert thawed.made and thawed == first
 
 
 def test_a_live_engine_makes_each_key_at_once_and_a_replay_holds_bodies():

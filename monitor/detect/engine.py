@@ -31,7 +31,7 @@ from monitor.detect.gateway_notice import loop_finding_message, openclaw_loop_li
 from monitor.detect.hibernate import SessionSummary, restore
 from monitor.detect.jsstable import js_trim
 from monitor.detect.loopcore import Record, Verdict, evaluate
-from monitor.detect.outcome_keys import DeferredBodies, OutcomeKey
+from monitor.detect.outcome_keys import DeferredBodies, LazyDigest
 from monitor.detect.outcomes import (
     VETO_KIND,
     hash_tool_call,
@@ -144,9 +144,9 @@ class DetectionEngine:
                 del self._sessions[session_id]
 
     def hold_outcome_bodies(self, budget_bytes: int) -> None:
-        """Let outcome keys wait for a comparison before their results are masked, holding
-        the results up to ``budget_bytes`` (``outcome_keys``): in a replay most are never
-        compared."""
+        """Let outcome keys and OpenClaw's outcome hashes wait for a comparison before they
+        are made, holding the results up to ``budget_bytes`` (``outcome_keys``): in a replay
+        most are never compared."""
         self._outcome_keys = DeferredBodies(budget_bytes)
 
     def _live(self, session_id: str) -> SessionState | None:
@@ -374,7 +374,9 @@ class DetectionEngine:
                 state.remove_record(call.record)
         else:
             outcome = outcome_of(call.tool, call.params, is_error=event.is_error,
-                                 details=event.details, text=event.text, is_veto=False)
+                                 details=event.details, text=event.text, is_veto=False,
+                                 defer=self._outcome_keys.deferring(
+                                     call.tool, event.details, event.text))
             record = call.record
             if record is None or record.has_outcome or record not in state.records:
                 record = Record(call.tool, call.args_hash, call.call_id, call.run_id,
@@ -407,7 +409,7 @@ class DetectionEngine:
         return self._progress(state, settings, call, None, event.ts)
 
     def _progress(self, state: SessionState, settings: Settings, call: PendingCall,
-                  key: OutcomeKey | None, ts: float | None) -> list[Finding]:
+                  key: LazyDigest | None, ts: float | None) -> list[Finding]:
         """The beyond-OpenClaw detectors that judge a call by its outcome."""
         det = settings.detection
         hits: list[Hit] = []

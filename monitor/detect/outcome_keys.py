@@ -1,45 +1,54 @@
-"""Outcome keys whose digest is made only when something compares it.
+"""Outcome keys and hashes made only when something compares them.
 
 ``session_no_progress`` and ``post_compaction_repeat`` ask one thing of an outcome key: is it
 among the recent ones. A key is ``outcome_prefix`` (``ok:<arguments' hash>`` or
 ``fail:<tool>``) and a digest of the masked result, and two keys are equal only when their
 prefixes are; most results (a command run once, a file read once) share their prefix with
 nothing in the window, and masking and hashing their bodies is most of a replay's time.
-An ``OutcomeKey`` hashes as its prefix, so a set or a counter compares it only with keys of
-the same prefix, and makes its digest then (or when it is shown or pickled).
+A ``LazyDigest`` key hashes as its prefix, so a set or a counter compares it only with keys
+of the same prefix, and makes its digest then (or when it is shown or pickled).
+
+OpenClaw's own outcome hashes (``outcomes.outcome_of``: a result's hash, an exec failure's
+identity) are compared only between records of one tool (``loopcore``), and mostly between
+calls with the same arguments: such a ``LazyDigest`` hashes as its tool and is made when
+compared with another of that tool, or shown.
 
 The bodies still waiting are held in ``DeferredBodies`` up to a budget: past it, the oldest
-keys still alive are made and let go of their bodies. Only a replay gives a budget: a live
-engine makes each key at once (a result costs little there, and its body would be held for
+still alive are made and let go of their bodies. Only a replay gives a budget: a live
+engine makes each at once (a result costs little there, and its body would be held for
 hours).
 """
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from monitor.detect.normalise import Normaliser, outcome_digest, outcome_prefix
+from monitor.detect.outcomes import made_now
 
-#: Bytes of result bodies the keys of a replay's engine may hold unmade: a giant session's
-#: window of 30 large results must fit (with 1 MiB a replay gains nothing).
+#: Bytes of result bodies the keys and hashes of a replay's engine may hold unmade: a giant
+#: session's window of 30 large results must fit (with 1 MiB a replay gains nothing).
 REPLAY_BUDGET_BYTES = 16 << 20
-#: What one held key costs besides its body's strings (the key, its tuple, the details dict).
+#: What one held key or hash costs besides its body's strings (itself, its tuple, the dict).
 ENTRY_BYTES = 512
 #: Details with more entries than this are not held (their size is not cheap to tell).
 FLAT_DETAILS_MAX = 32
 
 
-class OutcomeKey:
-    """An outcome key; ``make()`` gives its text (``normalise.outcome_key``)."""
+class LazyDigest:
+    """An outcome key or hash: ``make()`` gives its text, ``make(*args)`` of the ``make``
+    given, once. Equal to another of the same ``group`` (a key's prefix, a hash's tool)
+    with the same text; it hashes as its group."""
 
-    __slots__ = ("__weakref__", "_body", "_hash", "_text", "prefix")
+    __slots__ = ("__weakref__", "_args", "_make", "_text", "group")
 
-    def __init__(self, prefix: str, body: tuple | None, text: str | None = None) -> None:
-        self.prefix = prefix
-        self._hash = hash(prefix)
-        #: ``(normaliser, tool, is_error, details, text)`` until the digest is made.
-        self._body = body
+    def __init__(self, group: str, make: Callable[..., str] | None, *args: Any,
+                 text: str | None = None) -> None:
+        self.group = group
+        self._make = make
+        self._args = args
         self._text = text
 
     @property
@@ -49,35 +58,42 @@ class OutcomeKey:
     def make(self) -> str:
         text = self._text
         if text is None:
-            normaliser, tool, is_error, details, result_text = self._body  # type: ignore[misc]
-            digest = outcome_digest(normaliser, tool, is_error=is_error, details=details,
-                                    text=result_text)
-            text = self._text = f"{self.prefix}:{digest}"
-            self._body = None
+            text = self._text = self._make(*self._args)  # type: ignore[misc]
+            self._make, self._args = None, ()
         return text
 
     __str__ = make
 
+    def __format__(self, spec: str) -> str:
+        return format(self.make(), spec)
+
     def __hash__(self) -> int:
-        return self._hash
+        return hash(self.group)
 
     def __eq__(self, other: object) -> bool:
         if self is other:
             return True
-        if not isinstance(other, OutcomeKey):
+        if not isinstance(other, LazyDigest):
             return NotImplemented
-        return self.prefix == other.prefix and self.make() == other.make()
+        return self.group == other.group and self.make() == other.make()
 
     def __reduce__(self):
-        return (made_key, (self.prefix, self.make()))
+        return (made_digest, (self.group, self.make()))
 
     def __repr__(self) -> str:
-        return f"OutcomeKey({self._text or self.prefix + ':…'!r})"
+        return f"LazyDigest({self.group!r}, {self._text or '…'!r})"
 
 
-def made_key(prefix: str, text: str) -> OutcomeKey:
-    """A key as ``pickle`` gives it back: made."""
-    return OutcomeKey(prefix, None, text)
+def made_digest(group: str, text: str) -> LazyDigest:
+    """A key or hash as ``pickle`` gives it back: made."""
+    return LazyDigest(group, None, text=text)
+
+
+def _key_text(prefix: str, normaliser: Normaliser, tool: str, is_error: bool, details: Any,
+              text: str) -> str:
+    """``normalise.outcome_key`` of a result whose prefix is known."""
+    digest = outcome_digest(normaliser, tool, is_error=is_error, details=details, text=text)
+    return f"{prefix}:{digest}"
 
 
 def held_size(details: Any, text: str) -> int | None:
@@ -97,32 +113,50 @@ def held_size(details: Any, text: str) -> int | None:
 
 
 class DeferredBodies:
-    """Makes the outcome keys of one engine, holding their bodies up to ``budget_bytes``.
+    """Makes the outcome keys and hashes of one engine, holding their bodies up to
+    ``budget_bytes`` (0: each made at once).
 
-    ``_held`` maps each key still alive that was given a body to hold, oldest first, to its
-    weak reference and size; a key that dies leaves it, one made by a comparison leaves it
-    at the next shed."""
+    ``_held`` maps each key or hash still alive that was given a body to hold, oldest first,
+    to its weak reference and size; one that dies leaves it, one made by a comparison leaves
+    it at the next shed."""
 
     def __init__(self, budget_bytes: int = 0) -> None:
         self.budget_bytes = budget_bytes
         self.held_bytes = 0
-        self._held: dict[int, tuple[weakref.ref[OutcomeKey], int]] = {}
+        self._held: dict[int, tuple[weakref.ref, int]] = {}
 
     def key(self, normaliser: Normaliser, tool: str, args_hash: str, *, is_error: bool,
-            details: Any, text: str) -> OutcomeKey:
+            details: Any, text: str) -> LazyDigest:
+        """The outcome key of a result: its prefix now, its digest when compared."""
         prefix = outcome_prefix(tool, args_hash, is_error=is_error, details=details, text=text)
-        key = OutcomeKey(prefix, (normaliser, tool, is_error, details, text))
+        key = LazyDigest(prefix, _key_text, prefix, normaliser, tool, is_error, details, text)
         size = held_size(details, text) if self.budget_bytes > 0 else None
         if size is None:
             key.make()
-            return key
+        else:
+            self._hold(key, size)
+        return key
+
+    def deferring(self, tool: str, details: Any, text: str) -> Callable:
+        """``outcome_of``'s ``defer`` for a result of ``tool``: ``LazyDigest``s held here,
+        or digests made now when the body is not held."""
+        size = held_size(details, text) if self.budget_bytes > 0 else None
+        if size is None:
+            return made_now
+
+        def defer(make: Callable[..., str], *args: Any) -> LazyDigest:
+            digest = LazyDigest(tool, make, *args)
+            self._hold(digest, size)
+            return digest
+        return defer
+
+    def _hold(self, value: LazyDigest, size: int) -> None:
         size += ENTRY_BYTES
-        ref = weakref.ref(key, self._gone)
+        ref = weakref.ref(value, self._gone)
         self._held[id(ref)] = (ref, size)
         self.held_bytes += size
         if self.held_bytes > self.budget_bytes:
             self._shed()
-        return key
 
     def _gone(self, ref: weakref.ref) -> None:
         entry = self._held.pop(id(ref), None)
@@ -130,12 +164,12 @@ class DeferredBodies:
             self.held_bytes -= entry[1]
 
     def _shed(self) -> None:
-        """Forget the keys made since, then make the oldest until half the budget is held
+        """Forget what was made since, then make the oldest until half the budget is held
         (each shed is paid for by half a budget of new bodies)."""
         for ident, (ref, size) in list(self._held.items()):
-            key = ref()
-            if key is None or key.made or self.held_bytes > self.budget_bytes // 2:
+            value = ref()
+            if value is None or value.made or self.held_bytes > self.budget_bytes // 2:
                 if self._held.pop(ident, None) is not None:    # not gone meanwhile
                     self.held_bytes -= size
-                if key is not None:
-                    key.make()
+                if value is not None:
+                    value.make()

@@ -115,11 +115,12 @@ CHANNEL_TOOLS = frozenset({
 
 @dataclass(slots=True)
 class Outcome:
-    """What ``recordToolCallOutcome`` stores on a history record."""
+    """What ``recordToolCallOutcome`` stores on a history record (each hash a string, or
+    what ``outcome_of``'s ``defer`` gave for it)."""
 
-    result_hash: str | None = None
+    result_hash: Any = None
     kind: str | None = None
-    failure_identity: str | None = None
+    failure_identity: Any = None
     no_progress: bool = False
     unknown_tool_name: str | None = None
 
@@ -218,23 +219,28 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _exec_hash(details: dict, text: str) -> str | None:
+def made_now(make: Callable[..., str], *args: Any) -> str:
+    """``outcome_of``'s ``defer`` when nothing is deferred: the digest, made now."""
+    return make(*args)
+
+
+def _exec_hash(details: dict, text: str, defer: Callable = made_now) -> Any:
     status = _string_or_none(details.get("status"))
     if not status:
         return None
     if status == "running":
         tail = _string_or_none(details.get("tail")) or ""
-        return digest_outcome({"status": status, "tail": tail})
+        return defer(digest_outcome, {"status": status, "tail": tail})
     if status in ("completed", "failed"):
         exit_code = details.get("exitCode")
-        return digest_outcome({
+        return defer(digest_outcome, {
             "status": status,
             "exitCode": exit_code if _is_number(exit_code) else None,
             "timedOut": details.get("timedOut") is True,
             "output": _nullable_string(details.get("aggregated")) or text,
         })
     if status in ("approval-pending", "approval-unavailable"):
-        return digest_outcome({
+        return defer(digest_outcome, {
             "status": status,
             "reason": _string_or_none(details.get("reason")),
             "host": _string_or_none(details.get("host")),
@@ -261,8 +267,8 @@ def _exec_failure_identity(details: dict, exit_code: Any, output: str) -> str:
     })
 
 
-def _exec_outcome(details: dict, text: str) -> Outcome | None:
-    exec_hash = _exec_hash(details, text)
+def _exec_outcome(details: dict, text: str, defer: Callable = made_now) -> Outcome | None:
+    exec_hash = _exec_hash(details, text, defer)
     if not exec_hash:
         return None
     exit_code = details.get("exitCode")
@@ -272,7 +278,7 @@ def _exec_outcome(details: dict, text: str) -> Outcome | None:
             and details.get("timedOut") is not True and output != ""
             and output != f"(Command exited with code {js_number(exit_code)})"):
         return Outcome(exec_hash, TERMINAL_EXEC_FAILURE,
-                       _exec_failure_identity(details, exit_code, output))
+                       defer(_exec_failure_identity, details, exit_code, output))
     return Outcome(exec_hash)
 
 
@@ -321,31 +327,38 @@ def outcome_params(params: Any) -> dict[str, Any] | None:
     return {key: params[key] for key in OUTCOME_PARAM_KEYS if key in params}
 
 
-def error_outcome(message: str) -> Outcome:
-    return Outcome(f"error:{digest_outcome(message)}", no_progress=True,
+def _error_hash(message: str) -> str:
+    return f"error:{digest_outcome(message)}"
+
+
+def error_outcome(message: str, defer: Callable = made_now) -> Outcome:
+    return Outcome(defer(_error_hash, message), no_progress=True,
                    unknown_tool_name=unknown_tool_name(message))
 
 
 def outcome_of(tool: str, params: Any, *, is_error: bool, details: Any, text: str,
-               is_veto: bool) -> Outcome:
-    """``hashToolOutcome`` for one transcript tool result (``text`` = joined text parts)."""
+               is_veto: bool, defer: Callable = made_now) -> Outcome:
+    """``hashToolOutcome`` for one transcript tool result (``text`` = joined text parts).
+
+    Each hash is ``defer(make, *args)``: made now by default, or a value that makes it when
+    compared (``outcome_keys.LazyDigest``)."""
     if is_veto:
         return Outcome(kind=VETO_KIND)
     text = strip_loop_note(text)
     if is_error and not (isinstance(details, dict) and details):
-        return error_outcome(text)
+        return error_outcome(text, defer)
     details = details if isinstance(details, dict) else {}
     text = js_trim(text)
     if tool == "exec":
-        outcome = _exec_outcome(details, text)
+        outcome = _exec_outcome(details, text, defer)
         if outcome is not None:
             return outcome
     if tool == "write" and details.get("changed") is False:
-        return Outcome(digest_outcome({"status": "unchanged"}), no_progress=True)
+        return Outcome(defer(digest_outcome, {"status": "unchanged"}), no_progress=True)
     if tool == "process" and isinstance(params, dict):
         action = params.get("action")
         if action == "poll":
-            return Outcome(digest_outcome({
+            return Outcome(defer(digest_outcome, {
                 "action": action,
                 "status": details.get("status", UNDEFINED),
                 "exitCode": details.get("exitCode"),
@@ -354,7 +367,7 @@ def outcome_of(tool: str, params: Any, *, is_error: bool, details: Any, text: st
                 "text": text,
             }))
         if action == "log":
-            return Outcome(digest_outcome({
+            return Outcome(defer(digest_outcome, {
                 "action": action,
                 "status": details.get("status", UNDEFINED),
                 "totalLines": details.get("totalLines"),
@@ -365,5 +378,5 @@ def outcome_of(tool: str, params: Any, *, is_error: bool, details: Any, text: st
                 "text": text,
             }))
     if is_volatile_send(tool, params):
-        return Outcome(digest_outcome(strip_volatile_send_ids(details)))
-    return Outcome(digest_outcome({"details": details, "text": text}))
+        return Outcome(defer(digest_outcome, strip_volatile_send_ids(details)))
+    return Outcome(defer(digest_outcome, {"details": details, "text": text}))
