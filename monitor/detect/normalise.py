@@ -359,5 +359,11 @@ def outcome_key(normaliser: Normaliser, tool: str, args_hash: str, *, is_error: 
     """The key ``session_no_progress`` compares: ``outcome_prefix``, then
     ``outcome_digest``."""
     prefix = outcome_prefix(tool, args_hash, is_error=is_error, details=details, text=text)
+    return prefixed_key(prefix, normaliser, tool, is_error, details, text)
+
+
+def prefixed_key(prefix: str, normaliser: Normaliser, tool: str, is_error: bool, details: Any,
+                 text: str) -> str:
+    """``outcome_key`` of a result whose ``outcome_prefix`` is ``prefix``."""
     digest = outcome_digest(normaliser, tool, is_error=is_error, details=details, text=text)
     return f"{prefix}:{digest}"

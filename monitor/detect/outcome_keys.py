@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from monitor.detect.normalise import Normaliser, outcome_digest, outcome_prefix
+from monitor.detect.normalise import Normaliser, outcome_prefix, prefixed_key
 from monitor.detect.outcomes import made_now
 
 #: Bytes of result bodies the keys and hashes of a replay's engine may hold unmade: a giant
@@ -89,13 +89,6 @@ def made_digest(group: str, text: str) -> LazyDigest:
     return LazyDigest(group, None, text=text)
 
 
-def _key_text(prefix: str, normaliser: Normaliser, tool: str, is_error: bool, details: Any,
-              text: str) -> str:
-    """``normalise.outcome_key`` of a result whose prefix is known."""
-    digest = outcome_digest(normaliser, tool, is_error=is_error, details=details, text=text)
-    return f"{prefix}:{digest}"
-
-
 def held_size(details: Any, text: str) -> int | None:
     """About how many bytes a result's body holds: its text and the strings of flat details;
     None for details that nest (such a key is made at once)."""
@@ -129,7 +122,7 @@ class DeferredBodies:
             details: Any, text: str) -> LazyDigest:
         """The outcome key of a result: its prefix now, its digest when compared."""
         prefix = outcome_prefix(tool, args_hash, is_error=is_error, details=details, text=text)
-        key = LazyDigest(prefix, _key_text, prefix, normaliser, tool, is_error, details, text)
+        key = LazyDigest(prefix, prefixed_key, prefix, normaliser, tool, is_error, details, text)
         size = held_size(details, text) if self.budget_bytes > 0 else None
         if size is None:
             key.make()
