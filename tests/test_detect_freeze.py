@@ -8,16 +8,23 @@ same streaks, burn and ping-pong pairs.
 
 from __future__ import annotations
 
+import copyreg
 import gc
+import io
+import pickle
 import tempfile
+from collections import ChainMap
 from itertools import zip_longest
 
 import msgspec
 import psutil
+import pytest
 from test_detect_support import fixture_events
 
 from monitor.config import Config
 from monitor.detect.engine import DetectionEngine
+from monitor.detect.normalise import Normaliser
+from monitor.detect.outcome_keys import REPLAY_BUDGET_BYTES, LazyDigest
 
 NAMES = ("oc-hammer.jsonl", "oc-pingpong.jsonl", "oc-drift.jsonl", "oc-poll.jsonl",
          "oc-unknown-tool.jsonl")
@@ -34,11 +41,14 @@ def views(engine: DetectionEngine, session_ids: set[str]) -> dict:
             for sid in sorted(session_ids)}
 
 
-def test_frozen_sessions_thaw_to_the_state_they_had():
+@pytest.mark.parametrize("budget", [0, REPLAY_BUDGET_BYTES])
+def test_frozen_sessions_thaw_to_the_state_they_had(budget):
+    """With a budget (a replay's engine) most keys are frozen unmade, with their bodies."""
     events = interleaved()
     session_ids = {event.session_id for _, event in events}
     assert len(session_ids) == len(NAMES)
     plain, freezing = DetectionEngine(Config()), DetectionEngine(Config())
+    freezing.hold_outcome_bodies(budget)
     plain_findings, frozen_findings = [], []
     for key, event in events:
         plain_findings += plain.observe(key, "main", event)
@@ -98,3 +108,41 @@ def test_a_state_with_nowhere_to_be_written_stays_alive(tmp_path, monkeypatch):
     sid = _two_sessions(engine)
     engine.freeze_idle()
     assert sid in engine._sessions and len(engine._frozen) == 0
+
+
+def lazy_digests(state) -> list[LazyDigest]:
+    """The outcome keys and hashes ``state`` holds, in the order pickle meets them."""
+    found: list[LazyDigest] = []
+
+    def note(digest: LazyDigest):
+        found.append(digest)
+        return digest.reduce_unmade()
+    pickler = pickle.Pickler(io.BytesIO(), pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = ChainMap({LazyDigest: note}, copyreg.dispatch_table)
+    pickler.dump(state)
+    return found
+
+
+def test_a_freeze_makes_no_outcome_key_and_a_thaw_makes_the_same_ones():
+    engine = DetectionEngine(Config())
+    engine.hold_outcome_bodies(REPLAY_BUDGET_BYTES)
+    sid = _two_sessions(engine)
+    before = lazy_digests(engine._sessions[sid])
+    unmade = [digest for digest in before if not digest.made]
+    assert len(unmade) >= 2
+    engine.freeze_idle()
+    assert sid in engine._frozen
+    assert not any(digest.made for digest in unmade)
+    after = lazy_digests(engine._live(sid))
+    assert [digest.made for digest in after] == [digest.made for digest in before]
+    assert [(d.group, d.make()) for d in after] == [(d.group, d.make()) for d in before]
+
+
+def test_a_normaliser_pickles_as_what_it_was_made_from():
+    normaliser = Normaliser(extra_patterns=(r"build-[0-9]+",), volatile_keys=("elapsed",))
+    pickled = pickle.dumps(normaliser, pickle.HIGHEST_PROTOCOL)
+    assert len(pickled) < 300                   # not its compiled patterns and gate tables
+    thawed = pickle.loads(pickled)
+    text = "build-42 done at 2026-12-04T10:00:00Z after 35 ms, pid 4242"
+    assert thawed.text(text) == normaliser.text(text) == "# done at # after #, #"
+    assert thawed.strip_keys({"elapsed": 3, "ok": True}) == {"ok": True}

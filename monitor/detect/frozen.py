@@ -2,22 +2,33 @@
 
 A replay reads a session's transcripts one after another, so most sessions are done once
 the next one starts; each may still get another event (an archive, another source), and
-must then thaw to exactly the state it had. Their states are pickled, compressed (a third
-of the pickle: hex digests and repeated keys) and written to an unnamed temporary file: a
-replay of 10,003 sessions sets aside some 20 MB this way, which the process would
-otherwise hold to its end.
+must then thaw to exactly the state it had. Their states are pickled, compressed and
+written to an unnamed temporary file, which the process would otherwise hold to its end.
+An outcome key or hash not yet made is pickled with the result it would be made from, not
+made: few frozen sessions are ever thawed, and making their windows' keys was a seventh
+of a replay's time. A replay of 10,003 sessions writes some 120 MB this way (22 MB with the
+keys made). A thawed key holds its body outside the engine's budget (``DeferredBodies``)
+until it is compared: at most one session's window of them.
 """
 
 from __future__ import annotations
 
+import copyreg
+import io
 import os
 import pickle
 import tempfile
+from collections import ChainMap
 from typing import IO
 
 import zstandard
 
+from monitor.detect.outcome_keys import LazyDigest
 from monitor.detect.session_state import SessionState
+
+#: How a frozen state pickles: an outcome key or hash not yet made keeps its result body
+#: rather than being made (``LazyDigest.reduce_unmade``).
+_UNMADE_STAY_UNMADE = ChainMap({LazyDigest: LazyDigest.reduce_unmade}, copyreg.dispatch_table)
 
 
 class FrozenStates:
@@ -40,8 +51,12 @@ class FrozenStates:
     def put(self, session_id: str, state: SessionState) -> bool:
         """Set ``state`` aside; False (and nothing kept) when pickle cannot take it or the
         file cannot be written."""
+        pickled = io.BytesIO()
+        pickler = pickle.Pickler(pickled, pickle.HIGHEST_PROTOCOL)
+        pickler.dispatch_table = _UNMADE_STAY_UNMADE
         try:
-            frozen = self._compress(pickle.dumps(state, pickle.HIGHEST_PROTOCOL))
+            pickler.dump(state)
+            frozen = self._compress(pickled.getbuffer())
         except (pickle.PicklingError, AttributeError, TypeError, ValueError, RecursionError):
             return False
         try:

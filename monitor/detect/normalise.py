@@ -171,6 +171,11 @@ class Normaliser:
                                  for _, p, gate in BUILTIN_PATTERNS)
         self.extra_patterns = [re.compile(p) for p in extra_patterns]
         self.volatile_keys = frozenset(volatile_keys)
+        self._given = (use_builtin, tuple(extra_patterns), tuple(volatile_keys))
+
+    def __reduce__(self):
+        """Pickled as what it was made from: its compiled patterns and gate tables are ~2.5 kB."""
+        return (Normaliser, self._given)
 
     def text(self, value: str) -> str:
         """``value`` with every volatile match replaced by ``#``."""

@@ -80,6 +80,13 @@ class LazyDigest:
     def __reduce__(self):
         return (made_digest, (self.group, self.make()))
 
+    def reduce_unmade(self):
+        """``__reduce__`` that leaves a digest not yet made unmade: it pickles its maker and
+        body instead (``frozen``: most frozen sessions are never thawed)."""
+        if self._text is not None:
+            return self.__reduce__()
+        return (LazyDigest, (self.group, self._make, *self._args))
+
     def __repr__(self) -> str:
         return f"LazyDigest({self.group!r}, {self._text or '…'!r})"
 
