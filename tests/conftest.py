@@ -17,6 +17,7 @@ import pytest
 from test_act_processes import FakeGatewayTree
 
 GENERATED_BAD_TRANSCRIPTS = 8
+pytest_plugins = ["teardown_on_sigterm"]
 
 
 @pytest.fixture(autouse=True)
