@@ -293,7 +293,7 @@ def test_a_long_looping_session_keeps_every_container_at_its_bound(tmp_path):
                     f"{name}.pending": len(state.pending),
                     f"{name}.recent_call_keys": len(state.recent_call_keys),
                     f"{name}.handled_vetoes": len(state.handled_vetoes),
-                    f"{name}.progress": len(state.progress.present),
+                    f"{name}.progress": len(state.progress),
                     f"{name}.iterations": len(state.iterations.runs),
                     f"{name}.series": len(state.burn.series),
                     f"{name}.gates": sum(len(gate.marks) for gate in (

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_detect_support import Script, exec_details
 
+from monitor.detect.beyond import SessionProgress
 from monitor.detect.normalise import Normaliser, outcome_key
 from monitor.detect.outcome_keys import (
     REPLAY_BUDGET_BYTES,
@@ -155,6 +156,10 @@ STEPS = st.lists(st.tuples(
 class TextKey(str):
     """A key's text, as the engine would use a key."""
 
+    @property
+    def group(self) -> str:
+        return self.rpartition(":")[0]      # its prefix
+
     def make(self) -> str:
         return self
 
@@ -187,3 +192,38 @@ def _run(steps, budget: int | None) -> tuple[list, list]:
 @given(STEPS, st.sampled_from([1 << 20, 2048, 0]))
 def test_findings_and_streaks_are_those_of_text_keys(steps, budget):
     assert _run(steps, budget) == _run(steps, None)
+
+
+class NaiveWindow:
+    """``session_no_progress`` as it reads: is the key's text among the last ``window``."""
+
+    def __init__(self, window: int) -> None:
+        self.window, self.texts, self.streak = window, [], 0
+
+    def observe(self, group: str, text: str | None) -> int:
+        self.streak = self.streak + 1 if text is None or (group, text) in self.texts else 0
+        if text is not None:
+            self.texts = [*self.texts, (group, text)][-self.window:]
+        return self.streak
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 6), st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("xyz"),
+                                             st.booleans(), st.booleans()), max_size=60))
+def test_the_no_progress_window_is_that_of_the_keys_texts(window, steps):
+    """Keys of a few groups and texts, some made before they arrive, some never compared
+    (a veto: None); each made only when it meets a key of its group."""
+    progress, naive = SessionProgress(window), NaiveWindow(window)
+
+    def make(group, text):
+        return f"{group}:{text}"
+    for group, text, made_first, veto in steps:
+        key = None if veto else LazyDigest(group, make, group, text)
+        if key is not None and made_first:
+            key.make()
+        assert progress.observe(key) == naive.observe(group, None if veto else f"{group}:{text}")
+        assert len(progress) == len(set(naive.texts))
+    per_group = Counter(group for group, _ in naive.texts)
+    assert all(per_group[group] == 1 for group in progress.lone)   # alone of its group
+    assert [k.make() for k in progress.distinct()] == list(dict.fromkeys(
+        text for _, text in naive.texts))

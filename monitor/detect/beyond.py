@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections import Counter, OrderedDict, deque
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from monitor.detect.outcome_keys import LazyDigest
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,34 +36,83 @@ def level_for(value: float, warning: float | None, critical: float | None) -> st
 
 class SessionProgress:
     """``session_no_progress``: consecutive calls (any tool) whose outcome key is already in
-    the window of recent outcome keys, i.e. that taught the agent nothing new."""
+    the window of recent outcome keys, i.e. that taught the agent nothing new.
 
-    __slots__ = ("episode", "keys", "present", "streak", "window")
+    Keys (``LazyDigest``) are equal only within a group. A key alone of its group in the
+    window is kept unmade (``lone``); the others are counted by their text, so asking whether
+    a key is in the window is one probe of ``texts``, not a comparison with every key of its
+    group (a looping session's window is all one group)."""
+
+    __slots__ = ("episode", "groups", "keys", "lone", "streak", "texts", "window")
 
     def __init__(self, window: int) -> None:
         self.window = window
-        self.keys: deque[Hashable] = deque()
-        self.present: Counter[Hashable] = Counter()
+        self.keys: deque[LazyDigest] = deque()
+        self.groups: Counter[str] = Counter()       # keys in the window per group
+        self.lone: dict[str, LazyDigest] = {}        # group -> its only key in the window
+        self.texts: Counter[str] = Counter()         # the other keys, by text
         self.streak = 0
         self.episode = 0
 
-    def observe(self, key: Hashable | None) -> int:
+    def __len__(self) -> int:
+        """How many different keys the window holds."""
+        return len(self.lone) + len(self.texts)
+
+    def observe(self, key: LazyDigest | None) -> int:
         """Add one outcome (None = a veto, never new); return the current streak."""
-        if key is None or self.present[key]:
+        if key is None or self.add(key):
             self.streak += 1
         else:
             if self.streak:
                 self.episode += 1
             self.streak = 0
-        if key is not None:
-            self.keys.append(key)
-            self.present[key] += 1
-            if len(self.keys) > self.window:
-                old = self.keys.popleft()
-                self.present[old] -= 1
-                if not self.present[old]:
-                    del self.present[old]
         return self.streak
+
+    def add(self, key: LazyDigest) -> bool:
+        """Put ``key`` in the window (the oldest leaves past its size); whether an equal key
+        was already there."""
+        group = key.group
+        if self.groups[group]:
+            lone = self.lone.pop(group, None)
+            if lone is not None:
+                self.texts[lone.make()] += 1
+            text = key.make()
+            seen = text in self.texts
+            self.texts[text] += 1
+        else:
+            seen = False
+            self.lone[group] = key
+        self.groups[group] += 1
+        self.keys.append(key)
+        if len(self.keys) > self.window:
+            self._drop(self.keys.popleft())
+        return seen
+
+    def distinct(self) -> tuple[LazyDigest, ...]:
+        """One key of each text in the window, oldest first."""
+        texts: set[str] = set()
+        out = []
+        for key in self.keys:
+            if key.group in self.lone:
+                out.append(key)
+            elif (text := key.make()) not in texts:
+                texts.add(text)
+                out.append(key)
+        return tuple(out)
+
+    def _drop(self, key: LazyDigest) -> None:
+        group = key.group
+        _decrement(self.groups, group)
+        if self.lone.pop(group, None) is None:    # a lone key is its group's only one
+            _decrement(self.texts, key.make())
+
+
+def _decrement(counter: Counter, item) -> None:
+    left = counter[item] - 1
+    if left:
+        counter[item] = left
+    else:
+        del counter[item]
 
 
 class TurnFailures:

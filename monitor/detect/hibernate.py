@@ -52,7 +52,7 @@ class SessionSummary:
         self.critical_marks = tuple(state.critical_buckets.marks.items())
         self.progress_streak = state.progress.streak
         self.progress_episode = state.progress.episode
-        self.progress_keys = tuple(state.progress.present) if state.progress.streak else ()
+        self.progress_keys = state.progress.distinct() if state.progress.streak else ()
         self.turns: TurnFailures = state.turns
         self.diminishing: Diminishing = state.diminishing
         self.iterations: IterationCounter = state.iterations
@@ -82,8 +82,7 @@ def restore(summary: SessionSummary, history_size: int, progress_window: int
     state.progress.streak = summary.progress_streak
     state.progress.episode = summary.progress_episode
     for key in summary.progress_keys:
-        state.progress.keys.append(key)
-        state.progress.present[key] += 1
+        state.progress.add(key)
     state.turns = summary.turns
     state.diminishing = summary.diminishing
     state.iterations = summary.iterations

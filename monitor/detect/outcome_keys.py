@@ -73,9 +73,11 @@ class LazyDigest:
     def __eq__(self, other: object) -> bool:
         if self is other:
             return True
-        if not isinstance(other, LazyDigest):
+        if type(other) is not LazyDigest:
             return NotImplemented
-        return self.group == other.group and self.make() == other.make()
+        if self.group != other.group:
+            return False
+        return (self._text or self.make()) == (other._text or other.make())
 
     def __reduce__(self):
         return (made_digest, (self.group, self.make()))
