@@ -16,7 +16,15 @@ import re
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from monitor.detect.normalise import BUILTIN_PATTERNS, Normaliser, _shape, outcome_key, utf8
+from monitor.detect.normalise import (
+    BUILTIN_PATTERNS,
+    REMEMBERED_TEXT_BYTES,
+    REMEMBERED_TEXTS,
+    Normaliser,
+    _shape,
+    outcome_key,
+    utf8,
+)
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
@@ -117,6 +125,22 @@ def test_a_digest_hashes_the_masked_json_text(text):
     dumped = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     expected = hashlib.sha256(utf8(original_mask(dumped))).hexdigest()[:32]
     assert Normaliser().digest(body) == expected
+    assert REMEMBERING.digest(body) == REMEMBERING.digest(body) == expected
+
+
+REMEMBERING = Normaliser()      # one for every example: its remembered digests must be right
+
+
+def test_remembered_digests_are_those_made_afresh_and_bounded():
+    normaliser = Normaliser()
+    bodies = [{"text": f"run {i % 700} done 2026-12-04T10:{i % 60:02d}:00Z", "error": False}
+              for i in range(1500)]
+    bodies += [{"text": "x" * 5000, "error": False}] * 2
+    for body in bodies:
+        assert normaliser.digest(body) == Normaliser().digest(body)
+        assert len(normaliser._remembered) <= REMEMBERED_TEXTS
+    assert 0 < len(normaliser._remembered)
+    assert all(len(text) <= REMEMBERED_TEXT_BYTES for text in normaliser._remembered)
 
 
 def test_volatile_values_are_still_masked():

@@ -172,6 +172,7 @@ class Normaliser:
         self.extra_patterns = [re.compile(p) for p in extra_patterns]
         self.volatile_keys = frozenset(volatile_keys)
         self._given = (use_builtin, tuple(extra_patterns), tuple(volatile_keys))
+        self._remembered: dict[bytes, str] = {}     # JSON text -> digest, small texts only
 
     def __reduce__(self):
         """Pickled as what it was made from: its compiled patterns and gate tables are ~2.5 kB."""
@@ -233,16 +234,30 @@ class Normaliser:
         return value
 
     def digest(self, value: Any) -> str:
-        """Hash of the masked, key-sorted JSON text of ``value``."""
+        """Hash of the masked, key-sorted JSON text of ``value``. A small text's hash is
+        remembered (``REMEMBERED_TEXTS``): a looping agent gets the same result again and
+        again, and masking is most of what a hash costs."""
         try:
             encoded = _encode_sorted(value)
         except (TypeError, ValueError, UnicodeEncodeError, OverflowError):
             encoded = utf8(json.dumps(value, ensure_ascii=False, sort_keys=True,
                                       separators=(",", ":"), default=str))
-        return hashlib.sha256(self.masked(encoded)).hexdigest()[:32]
+        if len(encoded) > REMEMBERED_TEXT_BYTES:
+            return hashlib.sha256(self.masked(encoded)).hexdigest()[:32]
+        digest = self._remembered.get(encoded)
+        if digest is None:
+            if len(self._remembered) >= REMEMBERED_TEXTS:
+                self._remembered.clear()
+            digest = self._remembered[encoded] = \
+                hashlib.sha256(self.masked(encoded)).hexdigest()[:32]
+        return digest
 
 
 _encode_sorted = msgspec.json.Encoder(order="sorted").encode
+#: ``Normaliser.digest`` remembers the digests of up to this many texts (then starts over) of
+#: up to this many bytes: at most 1 MiB per normaliser.
+REMEMBERED_TEXTS = 512
+REMEMBERED_TEXT_BYTES = 2048
 
 
 def _sub_where_probed(pattern: re.Pattern, text: bytes, gate: Gate,
