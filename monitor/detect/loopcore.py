@@ -155,8 +155,12 @@ def unknown_tool_streak(history: list[Record], tool: str) -> tuple[int, str | No
     return streak, name
 
 
-def ping_pong_streak(history: list[Record], current_hash: str) -> PingPong:
-    """``getPingPongStreak``: the alternating tail that the current call would continue."""
+def ping_pong_streak(history: list[Record], current_hash: str, evidence_from: int = 0
+                     ) -> PingPong:
+    """``getPingPongStreak``: the alternating tail that the current call would continue.
+    Its results are compared for the no-progress evidence only from a count of
+    ``evidence_from`` (below it the evidence is False, as a caller that reads it only at
+    a threshold needs)."""
     none = PingPong(0, False)
     if not history:
         return none
@@ -176,6 +180,8 @@ def ping_pong_streak(history: list[Record], current_hash: str) -> PingPong:
         tail += 1
     if tail < 2 or current_hash != other.args_hash:
         return none
+    if tail + 1 < evidence_from:
+        return PingPong(tail + 1, False, last.tool, last.args_hash)
     hash_a: str | None = None
     hash_b: str | None = None
     evidence = True
@@ -248,13 +254,37 @@ def measure(history: list[Record], tool: str, args_hash: str, known_poll: bool) 
     )
 
 
+def _streaks_below(history: list[Record], tool: str, args_hash: str, limits: Thresholds
+                   ) -> bool:
+    """Whether neither the no-progress streak nor the argument churn can reach a threshold
+    they are compared with, found without comparing a result: the first counts calls with
+    these arguments or, for exec failures, the calls of ``tool`` at the end of the history,
+    and the churn counts those too."""
+    floor = min(limits.warning, limits.critical, limits.global_breaker)
+    same_tool_tail = 0
+    for record in reversed(history):
+        if record.tool != tool:
+            break
+        same_tool_tail += 1
+    if same_tool_tail >= floor:
+        return False
+    same_call = 0
+    for record in history:
+        if record.args_hash == args_hash and record.tool == tool:
+            same_call += 1
+    return same_call < floor
+
+
 def evaluate(history: list[Record], tool: str, args_hash: str, known_poll: bool,
              limits: Thresholds) -> Verdict | None:
     """The verdict OpenClaw's ``detectToolCallLoop`` returns for the next call, or None."""
     unknown, unknown_name = unknown_tool_streak(history, tool)
-    streak, latest_result = no_progress_streak(history, tool, args_hash)
-    churn, variants = argument_churn_streak(history, tool, args_hash)
-    pingpong = ping_pong_streak(history, args_hash)
+    if _streaks_below(history, tool, args_hash, limits):
+        streak, latest_result, churn, variants = 0, None, 0, 0
+    else:
+        streak, latest_result = no_progress_streak(history, tool, args_hash)
+        churn, variants = argument_churn_streak(history, tool, args_hash)
+    pingpong = ping_pong_streak(history, args_hash, limits.critical)
     result_key = latest_result or "none"
 
     if limits.unknown_tool_repeat and unknown >= limits.unknown_tool:
