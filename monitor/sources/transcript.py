@@ -144,12 +144,12 @@ def parse_entry(entry: Any, session_id: str, origin: str) -> list[TranscriptEven
     if not isinstance(entry, dict):
         raise ValueError("entry is not a JSON object")
     entry_type = entry.get("type")
-    ts = parse_timestamp(entry.get("timestamp"))
     if entry_type == "message":
         message = entry.get("message")
         if not isinstance(message, dict):
             raise ValueError("message entry without a message object")
-        return _parse_message(message, session_id, origin, ts)
+        return _parse_message(message, session_id, origin, entry.get("timestamp"))
+    ts = parse_timestamp(entry.get("timestamp"))
     if entry_type == "session":
         sid = entry.get("id") if isinstance(entry.get("id"), str) else session_id
         cwd = entry.get("cwd") if isinstance(entry.get("cwd"), str) else None
@@ -164,10 +164,10 @@ def parse_entry(entry: Any, session_id: str, origin: str) -> list[TranscriptEven
     raise UnknownEntry(f"unknown entry type {entry_type!r}")
 
 
-def _parse_message(message: dict, session_id: str, origin: str, entry_ts: float | None
+def _parse_message(message: dict, session_id: str, origin: str, entry_timestamp: Any
                    ) -> list[TranscriptEvent]:
     role = message.get("role")
-    ts = parse_timestamp(message.get("timestamp")) or entry_ts
+    ts = parse_timestamp(message.get("timestamp")) or parse_timestamp(entry_timestamp)
     run_id = run_id_of(message)
     if role == "assistant":
         return _parse_assistant(message, session_id, origin, ts, run_id)
