@@ -24,8 +24,9 @@ NORMALISER = Normaliser()
 
 
 def key_of(deferred: DeferredBodies, command: str, output: str, code: int = 0) -> LazyDigest:
+    details = exec_details(output, code)
     return deferred.key(NORMALISER, "exec", f"h-{command}", is_error=False,
-                        details=exec_details(output, code), text=output)
+                        details=details, text=output, held=deferred.held(details, output))
 
 
 def test_a_key_reads_as_the_key_made_at_once():
@@ -82,9 +83,11 @@ def test_a_pickled_key_comes_back_made_and_equal():
 
 def test_nested_details_are_made_at_once():
     deferred = DeferredBodies(REPLAY_BUDGET_BYTES)
-    key = deferred.key(NORMALISER, "read", "h", is_error=False,
-                       details={"content": [{"type": "text", "text": "x"}]}, text="x")
-    assert key.made and deferred.held_bytes == 0
+    details = {"content": [{"type": "text", "text": "x"}]}
+    held = deferred.held(details, "x")
+    key = deferred.key(NORMALISER, "read", "h", is_error=False, details=details, text="x",
+                       held=held)
+    assert held is None and key.made and deferred.held_bytes == 0
 
 
 RESULTS = [  # tool, params, is_error, details, text: every way outcome_of hashes
@@ -109,8 +112,9 @@ def test_deferred_outcome_hashes_are_those_outcome_of_makes():
     for tool, params, is_error, details, text in RESULTS:
         eager = outcome_of(tool, params, is_error=is_error, details=details, text=text,
                            is_veto=False)
+        defer = deferred.deferring(tool, deferred.held(details, text))
         lazy = outcome_of(tool, params, is_error=is_error, details=details, text=text,
-                          is_veto=False, defer=deferred.deferring(tool, details, text))
+                          is_veto=False, defer=defer)
         assert isinstance(lazy.result_hash, LazyDigest) and not lazy.result_hash.made
         assert lazy.result_hash.make() == eager.result_hash
         assert (lazy.kind, lazy.no_progress, lazy.unknown_tool_name) == \
@@ -167,7 +171,7 @@ class TextKey(str):
 class TextKeys(DeferredBodies):
     """Each key its text, made at once (``normalise.outcome_key``)."""
 
-    def key(self, normaliser, tool, args_hash, *, is_error, details, text):
+    def key(self, normaliser, tool, args_hash, *, is_error, details, text, held):
         return TextKey(outcome_key(normaliser, tool, args_hash, is_error=is_error,
                                    details=details, text=text))
 

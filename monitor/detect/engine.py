@@ -369,14 +369,14 @@ class DetectionEngine:
             return []
         if call.vetoed:
             return self._progress(state, settings, call, None, event.ts)
+        held = self._outcome_keys.held(event.details, event.text)
         if is_not_admitted(event.name, event.text):
             if call.record is not None:
                 state.remove_record(call.record)
         else:
             outcome = outcome_of(call.tool, call.params, is_error=event.is_error,
                                  details=event.details, text=event.text, is_veto=False,
-                                 defer=self._outcome_keys.deferring(
-                                     call.tool, event.details, event.text))
+                                 defer=self._outcome_keys.deferring(call.tool, held))
             record = call.record
             if record is None or record.has_outcome or record not in state.records:
                 record = Record(call.tool, call.args_hash, call.call_id, call.run_id,
@@ -389,7 +389,7 @@ class DetectionEngine:
             record.unknown_tool_name = outcome.unknown_tool_name
         key = self._outcome_keys.key(settings.normaliser, call.tool, call.args_hash,
                                      is_error=event.is_error, details=event.details,
-                                     text=event.text)
+                                     text=event.text, held=held)
         if self.outcome_listener is not None:
             self.outcome_listener(event.session_id, event.call_id, key.make())
         return self._progress(state, settings, call, key, event.ts)

@@ -127,28 +127,31 @@ class DeferredBodies:
         self.held_bytes = 0
         self._held: dict[int, tuple[weakref.ref, int]] = {}
 
+    def held(self, details: Any, text: str) -> int | None:
+        """The bytes a result's body would be held for here (None: its keys and hashes are
+        made at once), for ``key`` and ``deferring``."""
+        return held_size(details, text) if self.budget_bytes > 0 else None
+
     def key(self, normaliser: Normaliser, tool: str, args_hash: str, *, is_error: bool,
-            details: Any, text: str) -> LazyDigest:
+            details: Any, text: str, held: int | None) -> LazyDigest:
         """The outcome key of a result: its prefix now, its digest when compared."""
         prefix = outcome_prefix(tool, args_hash, is_error=is_error, details=details, text=text)
         key = LazyDigest(prefix, prefixed_key, prefix, normaliser, tool, is_error, details, text)
-        size = held_size(details, text) if self.budget_bytes > 0 else None
-        if size is None:
+        if held is None:
             key.make()
         else:
-            self._hold(key, size)
+            self._hold(key, held)
         return key
 
-    def deferring(self, tool: str, details: Any, text: str) -> Callable:
+    def deferring(self, tool: str, held: int | None) -> Callable:
         """``outcome_of``'s ``defer`` for a result of ``tool``: ``LazyDigest``s held here,
         or digests made now when the body is not held."""
-        size = held_size(details, text) if self.budget_bytes > 0 else None
-        if size is None:
+        if held is None:
             return made_now
 
         def defer(make: Callable[..., str], *args: Any) -> LazyDigest:
             digest = LazyDigest(tool, make, *args)
-            self._hold(digest, size)
+            self._hold(digest, held)
             return digest
         return defer
 
