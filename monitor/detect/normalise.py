@@ -243,14 +243,16 @@ class Normaliser:
             encoded = utf8(json.dumps(value, ensure_ascii=False, sort_keys=True,
                                       separators=(",", ":"), default=str))
         if len(encoded) > REMEMBERED_TEXT_BYTES:
-            return hashlib.sha256(self.masked(encoded)).hexdigest()[:32]
+            return self._masked_digest(encoded)
         digest = self._remembered.get(encoded)
         if digest is None:
             if len(self._remembered) >= REMEMBERED_TEXTS:
                 self._remembered.clear()
-            digest = self._remembered[encoded] = \
-                hashlib.sha256(self.masked(encoded)).hexdigest()[:32]
+            digest = self._remembered[encoded] = self._masked_digest(encoded)
         return digest
+
+    def _masked_digest(self, encoded: bytes) -> str:
+        return hashlib.sha256(self.masked(encoded)).hexdigest()[:32]
 
 
 _encode_sorted = msgspec.json.Encoder(order="sorted").encode
