@@ -37,7 +37,7 @@ from pathlib import Path
 from monitor import replay_cache
 from monitor.detect.outcome_keys import REPLAY_BUDGET_BYTES
 from monitor.events import SessionInfo
-from monitor.heap import give_back_free_memory
+from monitor.heap import give_back_free_memory, relax_collector, restore_collector
 from monitor.lifetime import end_with_parent
 from monitor.pipeline import Monitor
 from monitor.replay_tally import UnitTally
@@ -331,6 +331,7 @@ def read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[st
                         transcripts_only=True, only_sessions=sessions,
                         count_shared_errors=False, claude_dirs=what.claude_dirs,
                         codex_dirs=what.codex_dirs)
+    collector = relax_collector()
     try:
         monitor = Monitor(sources, engine_factory(config), runs_kept=REPLAY_RUNS_KEPT)
         monitor.quiet = True
@@ -361,6 +362,7 @@ def read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[st
             units=tally.units if tally.agrees(sources.sources) and not monitor.internal_errors
             else None)
     finally:
+        restore_collector(collector)
         sources.close()
         give_back_free_memory()     # the next shard starts from the heap this one had
 

@@ -1,6 +1,6 @@
-"""Memory around a first scan (``monitor.heap``, issue 11): what it freed leaves the resident
-size; the collector is relaxed while any catch-up runs and as it was once the last one ends,
-whatever the order they end in."""
+"""Memory around a first scan and a replay (``monitor.heap``, issue 11): what it freed leaves
+the resident size; the collector is relaxed while any catch-up or replay shard runs and as it
+was once the last one ends, whatever the order they end in."""
 
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ import pytest
 from test_ui_scenes import run_first_scan, write_world
 
 from monitor import heap
+from monitor.config import Config
+from monitor.detect.engine import DetectionEngine
 from monitor.heap import give_back_free_memory
+from monitor.pipeline import Monitor
+from monitor.replay import ReplayInput, replay
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
@@ -54,4 +58,22 @@ def test_the_boards_first_scan_relaxes_the_collector_only_while_it_runs():
         world.sim.close()
     assert {young for scanning, young in seen if scanning} == {heap.CATCH_UP_GC_THRESHOLD}
     assert {young for scanning, young in seen if not scanning} == {before[0]}
+    assert gc.get_threshold() == before
+
+
+def test_a_replay_shard_relaxes_the_collector_only_while_it_reads(generated_state_dirs,
+                                                                   monkeypatch):
+    before = gc.get_threshold()
+    seen: set[int] = set()
+    fold = Monitor.fold
+
+    def fold_and_look(monitor, events):
+        seen.add(gc.get_threshold()[0])
+        return fold(monitor, events)
+
+    monkeypatch.setattr(Monitor, "fold", fold_and_look)
+    state_dir = generated_state_dirs / "legacy"
+    document = replay(ReplayInput(state_dir=str(state_dir)), Config(), DetectionEngine, 1)
+    assert document["sessions"]
+    assert heap.CATCH_UP_GC_THRESHOLD in seen
     assert gc.get_threshold() == before
