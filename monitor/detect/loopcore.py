@@ -74,6 +74,9 @@ class PingPong:
     paired_signature: str | None = None
 
 
+_NO_PING_PONG = PingPong(0, False)
+
+
 @dataclass(frozen=True, slots=True)
 class Metrics:
     """Every counter ``evaluate`` computed, for the dashboard's streak view."""
@@ -161,7 +164,7 @@ def ping_pong_streak(history: list[Record], current_hash: str, evidence_from: in
     Its results are compared for the no-progress evidence only from a count of
     ``evidence_from`` (below it the evidence is False, as a caller that reads it only at
     a threshold needs)."""
-    none = PingPong(0, False)
+    none = _NO_PING_PONG
     if not history:
         return none
     last = history[-1]
