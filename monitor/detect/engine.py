@@ -412,30 +412,31 @@ class DetectionEngine:
                   key: LazyDigest | None, ts: float | None) -> list[Finding]:
         """The beyond-OpenClaw detectors that judge a call by its outcome."""
         det = settings.detection
-        hits: list[Hit] = []
+        findings: list[Finding] = []
         combined = (call.args_hash, key)
         if det.detectors.session_no_progress:
             streak = state.progress.observe(key)
             cfg = det.session_no_progress
             level = level_for(streak, cfg.warning_threshold, cfg.critical_threshold)
-            if level:
-                hits.append(Hit("session_no_progress", level, streak,
-                                f"{streak} consecutive tool calls added nothing new to the "
-                                f"session (any tool; last: {call.shown})",
-                                f"session_no_progress:{state.progress.episode}", call.shown))
+            pattern = f"session_no_progress:{state.progress.episode}" if level else ""
+            if level and state.levels.passes(pattern, LEVEL_RANK[level]):
+                findings.append(Finding(
+                    state.key, state.session_id, "session_no_progress", level, streak,
+                    call.shown, call.index, f"{streak} consecutive tool calls added nothing "
+                    f"new to the session (any tool; last: {call.shown})", pattern, ts))
         if det.detectors.post_compaction_repeat:
             repeats = state.compaction.observe(combined)
             cfg = det.post_compaction_repeat
-            if repeats:
-                level = level_for(repeats, cfg.warning_threshold, cfg.critical_threshold)
-                if level:
-                    hits.append(Hit("post_compaction_repeat", level, repeats,
-                                    f"{repeats} calls right after a compaction repeated earlier "
-                                    f"calls with the same outcome (last: {call.shown})",
-                                    f"post_compaction_repeat:{state.compaction.episode}",
-                                    call.shown))
+            level = level_for(repeats, cfg.warning_threshold, cfg.critical_threshold) \
+                if repeats else None
+            pattern = f"post_compaction_repeat:{state.compaction.episode}" if level else ""
+            if level and state.levels.passes(pattern, LEVEL_RANK[level]):
+                findings.append(Finding(
+                    state.key, state.session_id, "post_compaction_repeat", level, repeats,
+                    call.shown, call.index, f"{repeats} calls right after a compaction repeated "
+                    f"earlier calls with the same outcome (last: {call.shown})", pattern, ts))
         state.recent_call_keys.append(combined)
-        return [f for hit in hits if (f := self._gate(state, hit, call.index, ts))]
+        return findings
 
     def _iteration(self, state: SessionState, settings: Settings, call: PendingCall,
                    ts: float | None) -> list[Finding]:
