@@ -26,6 +26,8 @@ def budget_hits(state: SessionState, settings: Settings, agent_tokens: int,
                 total_tokens: int, day: str) -> list[Hit]:
     """``token_budget``: per session, per agent per day, everyone per day."""
     budgets = settings.config.budgets
+    if not (budgets.session_tokens or budgets.agent_tokens or budgets.nightly_tokens):
+        return []
     scopes = (
         ("session", state.session_tokens, budgets.session_tokens, "token_budget:session"),
         (f"agent {state.agent_id or '?'} today", agent_tokens, budgets.agent_tokens,
