@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_detect_support import FIXTURES
 
+from monitor.detect import outcomes
 from monitor.detect.jsstable import (
     UNDEFINED,
     js_number,
@@ -25,9 +26,13 @@ from monitor.detect.jsstable import (
 )
 from monitor.detect.outcomes import (
     _canonical_markers,
+    _digest_outcome,
+    _exec_failure_identity,
+    digest_outcome,
     hash_tool_call,
     is_known_poll,
     is_not_admitted,
+    mask_exec_output,
     normalize_tool_name,
     outcome_of,
     strip_loop_note,
@@ -179,3 +184,48 @@ def test_the_msgspec_digest_equals_the_hash_of_stable_stringify(value):
     assert stable_digest(value) == sha256_hex(stable_stringify(value))
     assert stable_digest(value, _canonical_markers, MARKER) == sha256_hex(
         stable_stringify(value, _canonical_markers, MARKER))
+
+
+FLAT_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.just(UNDEFINED),
+                         st.floats(allow_nan=True, allow_infinity=True),
+                         st.sampled_from(["", "1", "true", "x" * 3000]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.dictionaries(st.sampled_from(["status", "exitCode", "output"]),
+                                 FLAT_SCALARS, max_size=3),
+                 st.sampled_from(["", "1", "x" * 3000])))
+def test_a_remembered_digest_is_the_digest(value):
+    assert digest_outcome(value) == _digest_outcome(value)
+    assert digest_outcome(value) == _digest_outcome(value)     # now remembered
+
+
+def test_values_python_finds_equal_are_remembered_apart():
+    values = [{"exitCode": 1}, {"exitCode": True}, {"exitCode": 0}, {"exitCode": False},
+              {"exitCode": None}, {"exitCode": UNDEFINED}, "1", "true"]
+    for value in values + values:
+        assert digest_outcome(value) == _digest_outcome(value), value
+
+
+def test_a_remembered_failure_identity_is_masked_as_a_fresh_one():
+    details = {"status": "failed", "exitCode": 2}
+    outputs = ["ls: /x: missing at 14:05:05, pid 42", "ls: /x: missing at 14:06:01, pid 43",
+               "ls: /y: missing"]
+    identities = [_exec_failure_identity(details, 2, output) for output in outputs + outputs]
+    assert identities == [_digest_outcome({"status": "failed", "exitCode": 2, "timedOut": False,
+                                           "output": mask_exec_output(output)})
+                          for output in outputs + outputs]
+    assert identities[0] == identities[1] != identities[2]
+
+
+def test_only_small_flat_values_are_remembered():
+    outcomes._REMEMBERED.clear()
+    large = [{f"k{n}": n for n in range(outcomes.REMEMBERED_ENTRIES + 1)},
+             {"a": "x" * 1500, "b": "y" * 1500}, {"a": {"nested": 1}}, {"a": 1.5},
+             "z" * (outcomes.REMEMBERED_CHARS + 1)]
+    for value in large:
+        assert digest_outcome(value) == _digest_outcome(value)
+    assert not outcomes._REMEMBERED
+    for n in range(outcomes.REMEMBERED_DIGESTS * 2):
+        digest_outcome({"output": f"line {n}"})
+    assert 0 < len(outcomes._REMEMBERED) <= outcomes.REMEMBERED_DIGESTS

@@ -171,8 +171,56 @@ def _quotes_escaped_like_marker(middle: str, width: int) -> bool:
 
 
 def digest_outcome(value: Any) -> str:
-    """``digestToolOutcome``: untrusted-content marker ids are canonicalised first."""
+    """``digestToolOutcome``: untrusted-content marker ids are canonicalised first. The
+    digest of a flat value is remembered (``_remembered``)."""
+    return _remembered("digest", value, _digest_outcome)
+
+
+def _digest_outcome(value: Any) -> str:
     return stable_digest(value, _canonical_markers, "<<<EXTERNAL_UNTRUSTED_CONTENT")
+
+
+#: Up to this many digests of flat values of at most this many entries and characters are
+#: remembered (then it starts over; about 1.5 MB at most): a looping agent gets the same
+#: outcome again and again, and a digest is most of what comparing two outcomes costs.
+REMEMBERED_DIGESTS = 512
+REMEMBERED_ENTRIES = 16
+REMEMBERED_CHARS = 2048
+_REMEMBERED: dict[tuple, str] = {}
+#: Floats, rare in outcomes, are left out (their JSON text is JavaScript's number text).
+_FLAT_TYPES = frozenset((str, int, bool, type(None), type(UNDEFINED)))
+
+
+def _remembered(kind: str, value: Any, make: Callable[[Any], str]) -> str:
+    """``make(value)`` remembered under ``kind`` when ``value`` is a short string or a
+    small flat dict of short strings and scalars. Each scalar is keyed with its type: ``1``
+    and ``True`` are equal keys in Python, not in JSON."""
+    if type(value) is str:
+        if len(value) > REMEMBERED_CHARS:
+            return make(value)
+        key: tuple = (kind, value)
+    elif type(value) is dict and len(value) <= REMEMBERED_ENTRIES:
+        parts: list = [kind]
+        chars = 0
+        for name, item in value.items():
+            item_type = type(item)
+            if item_type is str:
+                chars += len(item)
+            elif item_type not in _FLAT_TYPES:
+                return make(value)
+            chars += len(name) if type(name) is str else REMEMBERED_CHARS
+            parts += (name, item_type, item)
+        if chars > REMEMBERED_CHARS:
+            return make(value)
+        key = tuple(parts)
+    else:
+        return make(value)
+    digest = _REMEMBERED.get(key)
+    if digest is None:
+        if len(_REMEMBERED) >= REMEMBERED_DIGESTS:
+            _REMEMBERED.clear()
+        digest = _REMEMBERED[key] = make(value)
+    return digest
 
 
 def strip_loop_note(text: str) -> str:
@@ -259,12 +307,17 @@ def mask_exec_output(output: str) -> str:
 
 
 def _exec_failure_identity(details: dict, exit_code: Any, output: str) -> str:
-    return digest_outcome({
+    failure = {
         "status": details.get("status", UNDEFINED),
         "exitCode": exit_code,
         "timedOut": details.get("timedOut") is True,
-        "output": mask_exec_output(output),
-    })
+        "output": output,
+    }
+    return _remembered("exec failure", failure, _masked_failure_digest)
+
+
+def _masked_failure_digest(failure: dict) -> str:
+    return _digest_outcome({**failure, "output": mask_exec_output(failure["output"])})
 
 
 def _exec_outcome(details: dict, text: str, defer: Callable = made_now) -> Outcome | None:
