@@ -186,20 +186,6 @@ def test_the_msgspec_digest_equals_the_hash_of_stable_stringify(value):
         stable_stringify(value, _canonical_markers, MARKER))
 
 
-FLAT_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.just(UNDEFINED),
-                         st.floats(allow_nan=True, allow_infinity=True),
-                         st.sampled_from(["", "1", "true", "x" * 3000]))
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.one_of(st.dictionaries(st.sampled_from(["status", "exitCode", "output"]),
-                                 FLAT_SCALARS, max_size=3),
-                 st.sampled_from(["", "1", "x" * 3000])))
-def test_a_remembered_digest_is_the_digest(value):
-    assert digest_outcome(value) == _digest_outcome(value)
-    assert digest_outcome(value) == _digest_outcome(value)     # now remembered
-
-
 def test_values_python_finds_equal_are_remembered_apart():
     values = [{"exitCode": 1}, {"exitCode": True}, {"exitCode": 0}, {"exitCode": False},
               {"exitCode": None}, {"exitCode": UNDEFINED}, "1", "true"]
@@ -229,3 +215,19 @@ def test_only_small_flat_values_are_remembered():
     for n in range(outcomes.REMEMBERED_DIGESTS * 2):
         digest_outcome({"output": f"line {n}"})
     assert 0 < len(outcomes._REMEMBERED) <= outcomes.REMEMBERED_DIGESTS
+
+
+MARKED = (f'{MARKER} id="0123456789abcdef">>>\nbody\n<<<END_EXTERNAL_UNTRUSTED_CONTENT '
+          f'id="0123456789abcdef">>>')
+FLAT_STRINGS = st.sampled_from(["", "1", "true", "x" * 3000, MARKED])
+FLAT_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.just(UNDEFINED),
+                         st.floats(allow_nan=True, allow_infinity=True), FLAT_STRINGS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.dictionaries(st.sampled_from(["status", "exitCode", "output"]),
+                                 FLAT_SCALARS, max_size=3), FLAT_STRINGS))
+def test_remembered_digests_and_call_hashes_are_the_fresh_ones(value):
+    for _ in range(2):                                          # the second time remembered
+        assert digest_outcome(value) == _digest_outcome(value)
+        assert hash_tool_call("exec", value) == f"exec:{stable_digest(value)}"

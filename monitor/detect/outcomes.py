@@ -139,7 +139,8 @@ def tool_params(arguments: Any, has_arguments: bool = True) -> Any:
 
 
 def hash_tool_call(tool: str, params: Any) -> str:
-    return f"{tool}:{stable_digest(params)}"
+    """``hashToolCall``; the digest of small flat params is remembered (``_remembered``)."""
+    return f"{tool}:{_remembered('call', params, stable_digest)}"
 
 
 def _canonical_markers(text: str) -> str:
