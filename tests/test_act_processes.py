@@ -154,6 +154,19 @@ def test_kill_escalates_to_sigkill_when_sigterm_is_ignored(tree_factory):
     assert not any(alive(pid) for pid in shell.member_pids)
 
 
+def test_a_member_started_as_the_group_dies_is_killed_too(tree_factory):
+    """A shell loop may fork its next command as the SIGTERM arrives (the seed case's
+    ``until curl …; do …; sleep 1; done``): that member was never signalled, yet the kill
+    must end it, not report it alive. Here the shell forks it from its TERM trap."""
+    tree = tree_factory("trap 'sleep 307 & exit' TERM; sleep 300 & wait")
+    (shell,) = pt.exec_shells(tree.proc)
+    outcome = pt.kill_shell(shell.pid, shell.create_time, tree.proc, grace=1.0)
+    assert outcome.ok, outcome.detail
+    assert "then SIGKILL" in outcome.detail
+    (late,) = set(outcome.signalled) - set(shell.member_pids)
+    assert not alive(late), "the member forked as the group died is alive"
+
+
 def test_lookalike_outside_the_tree_is_refused(tree_factory, lookalike):
     tree = tree_factory("sleep 300")
     outcome = pt.kill_shell(lookalike.pid, lookalike.create_time(), tree.proc)

@@ -298,14 +298,18 @@ def kill_shell(pid: int, create_time: float, gateway: psutil.Process, *,
     except psutil.Error as exc:
         return KillOutcome(pid, False, f"refused: pid {pid}: {exc}")
     members += [proc for proc in _group_members(pid) if proc not in members]
-    signalled = sorted(proc.pid for proc in members)
     _signal_all(pid, members, signal.SIGTERM)
     alive = wait_gone(members, grace)
+    # A member forked as the SIGTERM arrived (a shell loop's next command) was not signalled.
+    started = [proc for proc in _group_members(pid) if proc not in members]
+    members += started
+    signalled = sorted(proc.pid for proc in members)
+    alive += started
     escalated = bool(alive)
     if alive:
         _signal_all(pid, alive, signal.SIGKILL)
-        alive = wait_gone(alive, 2.0)
-    alive += [proc for proc in _group_members(pid) if proc not in alive]
+        alive = wait_gone(alive + [proc for proc in _group_members(pid) if proc not in alive],
+                          2.0)
     if alive:
         return KillOutcome(pid, False, f"still alive after SIGKILL: "
                                        f"{sorted(proc.pid for proc in alive)}", signalled)
