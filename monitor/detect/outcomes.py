@@ -182,8 +182,8 @@ def _digest_outcome(value: Any) -> str:
 
 
 #: Up to this many digests of flat values of at most this many entries and characters are
-#: remembered (then it starts over; about 1.5 MB at most): a looping agent gets the same
-#: outcome again and again, and a digest is most of what comparing two outcomes costs.
+#: remembered (then it starts over; a few MB at most): a looping agent gets the same outcome
+#: again and again, and a digest is most of what comparing two outcomes costs.
 REMEMBERED_DIGESTS = 512
 REMEMBERED_ENTRIES = 16
 REMEMBERED_CHARS = 2048
