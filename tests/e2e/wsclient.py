@@ -13,6 +13,7 @@ token, which on a loopback connection keeps the operator scopes without a device
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
 import time
@@ -25,6 +26,10 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 PROTOCOL = 4
+#: No keepalive pings (recent websockets send them): their payloads come from the global
+#: ``random``, and the session-long connection would draw from it while hypothesis tests run.
+NO_KEEPALIVE = {"ping_interval": None} if "ping_interval" in inspect.signature(
+    connect).parameters else {}
 OPERATOR_SCOPES = ["operator.read", "operator.write", "operator.admin"]
 
 
@@ -42,7 +47,7 @@ class GatewayClient:
     def __init__(self, url: str, token: str, *, timeout: float = 10.0):
         self._stack = ExitStack()
         self._ws = self._stack.enter_context(
-            connect(url, open_timeout=timeout, close_timeout=2, max_size=None))
+            connect(url, open_timeout=timeout, close_timeout=2, max_size=None, **NO_KEEPALIVE))
         self._cond = threading.Condition()
         self._responses: dict[str, dict] = {}
         self._closed_reason: str | None = None
