@@ -167,6 +167,24 @@ def test_a_member_started_as_the_group_dies_is_killed_too(tree_factory):
     assert not alive(late), "the member forked as the group died is alive"
 
 
+def test_a_late_group_member_without_the_exec_mark_is_not_signalled(tree_factory):
+    """Once the leader is gone its group id proves nothing by itself: a late member is
+    killed only with the mark the exec shell's children inherit."""
+    tree = tree_factory(  # the trap waits for env to have dropped the mark and exec'd sleep
+        "trap 'env -u OPENCLAW_SHELL sleep 308 & sleep 0.3; exit' TERM; sleep 300 & wait")
+    (shell,) = pt.exec_shells(tree.proc)
+    outcome = pt.kill_shell(shell.pid, shell.create_time, tree.proc, grace=1.0)
+    unmarked = [proc for proc in psutil.process_iter(["cmdline"])
+                if proc.info["cmdline"] == ["sleep", "308"]]
+    try:
+        assert not outcome.ok and "still alive" in outcome.detail, outcome.detail
+        assert unmarked and all(alive(proc.pid) for proc in unmarked)
+        assert not {proc.pid for proc in unmarked} & set(outcome.signalled)
+    finally:
+        for proc in unmarked:
+            proc.kill()
+
+
 def test_lookalike_outside_the_tree_is_refused(tree_factory, lookalike):
     tree = tree_factory("sleep 300")
     outcome = pt.kill_shell(lookalike.pid, lookalike.create_time(), tree.proc)

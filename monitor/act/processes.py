@@ -301,17 +301,20 @@ def kill_shell(pid: int, create_time: float, gateway: psutil.Process, *,
     _signal_all(pid, members, signal.SIGTERM)
     alive = wait_gone(members, grace)
     # A member forked as the SIGTERM arrived (a shell loop's next command) was not signalled.
-    started = [proc for proc in _group_members(pid) if proc not in members]
+    # The leader may be gone by now, so its group id is only evidence together with the mark
+    # the exec shell's children inherit.
+    started = [proc for proc in _group_members(pid) if proc not in members and _is_marked(proc)]
     members += started
     signalled = sorted(proc.pid for proc in members)
     alive += started
     escalated = bool(alive)
-    if alive:
+    if escalated:
         _signal_all(pid, alive, signal.SIGKILL)
-        alive = wait_gone(alive + [proc for proc in _group_members(pid) if proc not in alive],
-                          2.0)
+    alive = wait_gone(alive + [proc for proc in _group_members(pid) if proc not in alive],
+                      2.0 if escalated else 0.0)
     if alive:
-        return KillOutcome(pid, False, f"still alive after SIGKILL: "
+        last = "SIGKILL" if escalated else "SIGTERM"
+        return KillOutcome(pid, False, f"still alive after {last}: "
                                        f"{sorted(proc.pid for proc in alive)}", signalled)
     how = "SIGTERM, then SIGKILL" if escalated else "SIGTERM"
     return KillOutcome(pid, True, f"killed group {pid} ({len(signalled)} processes, {how})",
