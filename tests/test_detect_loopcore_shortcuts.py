@@ -13,19 +13,18 @@ from monitor.detect.outcomes import TERMINAL_EXEC_FAILURE, VETO_KIND
 
 TOOLS = ("exec", "read", "process")
 
-record_strategy = st.builds(
-    lambda tool, args, result, kind, identity: _record(tool, args, result, kind, identity),
-    st.sampled_from(TOOLS), st.sampled_from("abc"), st.sampled_from((None, "r1", "r2")),
-    st.sampled_from((None, VETO_KIND, TERMINAL_EXEC_FAILURE)),
-    st.sampled_from((None, "f1")))
-
-
 def _record(tool: str, args: str, result: str | None, kind: str | None,
             identity: str | None) -> Record:
     record = Record(tool, args, None, None)
     record.result_hash, record.kind, record.failure_identity = result, kind, identity
     record.no_progress = result is not None
     return record
+
+
+record_strategy = st.builds(
+    _record, st.sampled_from(TOOLS), st.sampled_from("abc"),
+    st.sampled_from((None, "r1", "r2")), st.sampled_from((None, VETO_KIND, TERMINAL_EXEC_FAILURE)),
+    st.sampled_from((None, "f1")))
 
 
 def _full(history, tool, args_hash, known_poll, limits):
