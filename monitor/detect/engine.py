@@ -418,25 +418,36 @@ class DetectionEngine:
             streak = state.progress.observe(key)
             cfg = det.session_no_progress
             level = level_for(streak, cfg.warning_threshold, cfg.critical_threshold)
-            pattern = f"session_no_progress:{state.progress.episode}" if level else ""
-            if level and state.levels.passes(pattern, LEVEL_RANK[level]):
-                findings.append(Finding(
-                    state.key, state.session_id, "session_no_progress", level, streak,
-                    call.shown, call.index, f"{streak} consecutive tool calls added nothing "
-                    f"new to the session (any tool; last: {call.shown})", pattern, ts))
+            if level and (found := self._call_finding(
+                    state, "session_no_progress", level, streak, call, state.progress.episode,
+                    ts, lambda: f"{streak} consecutive tool calls added nothing new to the "
+                                f"session (any tool; last: {call.shown})")):
+                findings.append(found)
         if det.detectors.post_compaction_repeat:
             repeats = state.compaction.observe(combined)
             cfg = det.post_compaction_repeat
             level = level_for(repeats, cfg.warning_threshold, cfg.critical_threshold) \
                 if repeats else None
-            pattern = f"post_compaction_repeat:{state.compaction.episode}" if level else ""
-            if level and state.levels.passes(pattern, LEVEL_RANK[level]):
-                findings.append(Finding(
-                    state.key, state.session_id, "post_compaction_repeat", level, repeats,
-                    call.shown, call.index, f"{repeats} calls right after a compaction repeated "
-                    f"earlier calls with the same outcome (last: {call.shown})", pattern, ts))
+            if level and (found := self._call_finding(
+                    state, "post_compaction_repeat", level, repeats, call,
+                    state.compaction.episode, ts,
+                    lambda: f"{repeats} calls right after a compaction repeated earlier calls "
+                            f"with the same outcome (last: {call.shown})")):
+                findings.append(found)
         state.recent_call_keys.append(combined)
         return findings
+
+    @staticmethod
+    def _call_finding(state: SessionState, detector: str, level: str, count: int,
+                      call: PendingCall, episode: int, ts: float | None,
+                      message: Callable[[], str]) -> Finding | None:
+        """``detector``'s finding at ``call`` when its level passes the gate (``_gate``),
+        its message made only then: a stuck session meets these detectors on every call."""
+        pattern = f"{detector}:{episode}"
+        if not state.levels.passes(pattern, LEVEL_RANK[level]):
+            return None
+        return Finding(state.key, state.session_id, detector, level, count, call.shown,
+                       call.index, message(), pattern, ts)
 
     def _iteration(self, state: SessionState, settings: Settings, call: PendingCall,
                    ts: float | None) -> list[Finding]:
