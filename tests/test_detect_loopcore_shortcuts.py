@@ -47,10 +47,14 @@ def test_shortcuts_never_change_a_verdict(history, tool, args_hash, known_poll, 
                         global_breaker=warning + extra + breaker_extra, unknown_tool=warning)
     assert evaluate(history, tool, args_hash, known_poll, limits) == \
         _full(history, tool, args_hash, known_poll, limits)
+    same_call = sum(1 for r in history if r.tool == tool and r.args_hash == args_hash)
+    assert loopcore._same_call_counts(history, tool, args_hash)[1] == same_call
 
 
 def test_a_history_without_repeats_compares_no_result():
     history = [_record(TOOLS[n % 2], f"args {n}", f"result {n}", None, None)
                for n in range(30)]
-    assert loopcore._streaks_below(history, "exec", "args 0", Thresholds())
-    assert not loopcore._streaks_below(history, "exec", "args 0", Thresholds(warning=1))
+    counts = loopcore._same_call_counts(history, "exec", "args 0")
+    assert counts == (0, 1)
+    assert loopcore._streaks_below(*counts, Thresholds())
+    assert not loopcore._streaks_below(*counts, Thresholds(warning=1))

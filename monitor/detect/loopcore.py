@@ -248,7 +248,7 @@ def measure(history: list[Record], tool: str, args_hash: str, known_poll: bool) 
     return Metrics(
         tool=tool,
         args_hash=args_hash,
-        recent_count=sum(1 for r in history if r.tool == tool and r.args_hash == args_hash),
+        recent_count=_same_call_counts(history, tool, args_hash)[1],
         no_progress=streak,
         known_poll=known_poll,
         ping_pong=ping_pong_streak(history, args_hash),
@@ -257,32 +257,36 @@ def measure(history: list[Record], tool: str, args_hash: str, known_poll: bool) 
     )
 
 
-def _streaks_below(history: list[Record], tool: str, args_hash: str, limits: Thresholds
-                   ) -> bool:
-    """Whether neither the no-progress streak nor the argument churn can reach a threshold
-    they are compared with, found without comparing a result: the first counts calls with
-    these arguments or, for exec failures, the calls of ``tool`` at the end of the history,
-    and the churn counts those too."""
-    floor = min(limits.warning, limits.critical, limits.global_breaker)
+def _same_call_counts(history: list[Record], tool: str, args_hash: str) -> tuple[int, int]:
+    """(calls of ``tool`` at the end of the history, calls with these arguments in it).
+    Neither the no-progress streak nor the argument churn can exceed the larger: the first
+    counts calls with these arguments or, for exec failures, the calls of ``tool`` at the
+    end, and the churn counts those too."""
     same_tool_tail = 0
     for record in reversed(history):
         if record.tool != tool:
             break
         same_tool_tail += 1
-    if same_tool_tail >= floor:
-        return False
     same_call = 0
     for record in history:
         if record.args_hash == args_hash and record.tool == tool:
             same_call += 1
-    return same_call < floor
+    return same_tool_tail, same_call
+
+
+def _streaks_below(same_tool_tail: int, same_call: int, limits: Thresholds) -> bool:
+    """Whether neither the no-progress streak nor the argument churn can reach a threshold
+    they are compared with (see ``_same_call_counts``), so no result need be compared."""
+    return max(same_tool_tail, same_call) < min(limits.warning, limits.critical,
+                                                 limits.global_breaker)
 
 
 def evaluate(history: list[Record], tool: str, args_hash: str, known_poll: bool,
              limits: Thresholds) -> Verdict | None:
     """The verdict OpenClaw's ``detectToolCallLoop`` returns for the next call, or None."""
     unknown, unknown_name = unknown_tool_streak(history, tool)
-    if _streaks_below(history, tool, args_hash, limits):
+    same_tool_tail, recent = _same_call_counts(history, tool, args_hash)
+    if _streaks_below(same_tool_tail, recent, limits):
         streak, latest_result, churn, variants = 0, None, 0, 0
     else:
         streak, latest_result = no_progress_streak(history, tool, args_hash)
@@ -345,7 +349,6 @@ def evaluate(history: list[Record], tool: str, args_hash: str, known_poll: bool,
                        "is treated as stalled run activity, but this tool call remains allowed.",
                        f"argument-churn:{tool}")
     if limits.generic_repeat and not known_poll:
-        recent = sum(1 for r in history if r.tool == tool and r.args_hash == args_hash)
         if recent >= limits.warning:
             return Verdict("generic_repeat", "warning", recent,
                            f"WARNING: You have called {tool} {recent} times with identical "
