@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import deque
 from datetime import datetime, timedelta
 
+from monitor.detect.memo import BoundedMemo
 from monitor.events import Usage
 
 SERIES_POINTS = 60
@@ -77,20 +78,17 @@ class BurnMeter:
         return remaining / rate * 60.0 if rate > 0 else None
 
 
-_DAY_CACHE: dict[tuple[int, str], str] = {}
+_DAYS = BoundedMemo(4096)
 
 
 def day_of(ts: float, reset_time: str) -> str:
     """The budget day a timestamp belongs to; days start at ``reset_time`` (local time)."""
     cache_key = (int(ts) // 60, reset_time)
-    day = _DAY_CACHE.get(cache_key)
+    day = _DAYS.get(cache_key)
     if day is None:
         hours, minutes = (int(part) for part in reset_time.split(":"))
         moment = datetime.fromtimestamp(ts) - timedelta(hours=hours, minutes=minutes)
-        day = moment.date().isoformat()
-        if len(_DAY_CACHE) > 4096:
-            _DAY_CACHE.clear()
-        _DAY_CACHE[cache_key] = day
+        day = _DAYS.keep(cache_key, moment.date().isoformat())
     return day
 
 

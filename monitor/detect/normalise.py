@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from monitor.detect.jsstable import js_trim
+from monitor.detect.memo import BoundedMemo
 from monitor.detect.outcomes import strip_loop_note
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
@@ -172,7 +173,7 @@ class Normaliser:
         self.extra_patterns = [re.compile(p) for p in extra_patterns]
         self.volatile_keys = frozenset(volatile_keys)
         self._given = (use_builtin, tuple(extra_patterns), tuple(volatile_keys))
-        self._remembered: dict[bytes, str] = {}     # JSON text -> digest, small texts only
+        self._remembered = BoundedMemo(REMEMBERED_TEXTS)    # JSON text -> digest, small texts
 
     def __reduce__(self):
         """Pickled as what it was made from: its compiled patterns and gate tables are ~2.5 kB."""
@@ -246,9 +247,7 @@ class Normaliser:
             return self._masked_digest(encoded)
         digest = self._remembered.get(encoded)
         if digest is None:
-            if len(self._remembered) >= REMEMBERED_TEXTS:
-                self._remembered.clear()
-            digest = self._remembered[encoded] = self._masked_digest(encoded)
+            digest = self._remembered.keep(encoded, self._masked_digest(encoded))
         return digest
 
     def _masked_digest(self, encoded: bytes) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from monitor.detect.jsstable import UNDEFINED, js_float, js_number, js_trim, stable_digest
+from monitor.detect.memo import BoundedMemo
 
 VETO_KIND = "tool-loop-veto"
 TERMINAL_EXEC_FAILURE = "terminal-exec-failure"
@@ -187,7 +188,7 @@ def _digest_outcome(value: Any) -> str:
 REMEMBERED_DIGESTS = 512
 REMEMBERED_ENTRIES = 16
 REMEMBERED_CHARS = 2048
-_REMEMBERED: dict[tuple, str] = {}
+_REMEMBERED = BoundedMemo(REMEMBERED_DIGESTS)
 #: Floats, rare in outcomes, are left out (their JSON text is JavaScript's number text).
 _FLAT_TYPES = frozenset((str, int, bool, type(None), type(UNDEFINED)))
 
@@ -218,9 +219,7 @@ def _remembered(kind: str, value: Any, make: Callable[[Any], str]) -> str:
         return make(value)
     digest = _REMEMBERED.get(key)
     if digest is None:
-        if len(_REMEMBERED) >= REMEMBERED_DIGESTS:
-            _REMEMBERED.clear()
-        digest = _REMEMBERED[key] = make(value)
+        digest = _REMEMBERED.keep(key, make(value))
     return digest
 
 
