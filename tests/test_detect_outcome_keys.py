@@ -142,8 +142,8 @@ def test_a_live_engine_makes_each_key_at_once_and_a_replay_holds_bodies():
     for script in (live, replaying):
         for n in range(40):
             script.exec(f"cat f{n}", f"body {n}")
-    assert live.engine._outcome_keys.held_bytes == 0
-    assert replaying.engine._outcome_keys.held_bytes > 0
+    assert live.engine._calls.outcome_keys.held_bytes == 0
+    assert replaying.engine._calls.outcome_keys.held_bytes > 0
     assert live.findings == replaying.findings
 
 
@@ -180,7 +180,7 @@ def _run(steps, budget: int | None) -> tuple[list, list]:
     """Findings and streaks of ``steps``, with keys made lazily within ``budget`` (None:
     text keys)."""
     script = Script()
-    script.engine._outcome_keys = TextKeys() if budget is None else DeferredBodies(budget)
+    script.engine._calls.outcome_keys = TextKeys() if budget is None else DeferredBodies(budget)
     for command, output, code, read_instead, kind in steps:
         if kind == "compaction":
             script.compaction()

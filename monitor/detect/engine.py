@@ -1,19 +1,8 @@
 """The detection engine: transcript events in, findings out.
 
-Tool calls are replayed the way OpenClaw 2026.9.6's embedded runner admits
-them. The calls of one assistant message form a batch; each call is judged
-(``loopcore.evaluate``) against the run's history plus the earlier calls of
-its batch projected as vetoes, when it is seen. The batch enters the history
-when its first result arrives: as ordinary records, or, when that result is
-OpenClaw's ``tool-loop`` veto, as veto records for the calls that repeated the
-blocked action (OpenClaw's ``recordLoopVeto``). Each result then fills its
-record's outcome. ``at_call`` is the call's 1-based index in the session.
-
-Reporting follows OpenClaw's log: a warning is reported when
-``floor(count / warning_bucket_size)`` rises for its key (``runId:warningKey``),
-which is exactly when OpenClaw logs ``tool loop: … level=warning`` and appends
-its system note; a critical is reported the first time for its key, when its
-bucket rises, and again after OpenClaw really vetoed a call (a new block).
+Events are routed to their session's state (a session id, or a session key, or for a
+gateway line a run id); tool calls are judged in ``tool_calls``, assistant messages in
+``turns``, and the gateway's own loop lines are reported as OpenClaw logged them.
 """
 
 from __future__ import annotations
@@ -23,29 +12,19 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from monitor.config import Config
-from monitor.detect.beyond import Hit, level_for
+from monitor.detect.beyond import Hit
 from monitor.detect.budgets import DailyLedger, day_of, tokens_of
-from monitor.detect.findings import LEVEL_RANK, Finding
+from monitor.detect.findings import Finding
 from monitor.detect.frozen import FrozenStates
 from monitor.detect.gateway_notice import loop_finding_message, openclaw_loop_line
 from monitor.detect.hibernate import SessionSummary, restore
 from monitor.detect.jsstable import js_trim
-from monitor.detect.loopcore import Record, Verdict, evaluate
-from monitor.detect.outcome_keys import DeferredBodies, LazyDigest
-from monitor.detect.outcomes import (
-    VETO_KIND,
-    hash_tool_call,
-    is_known_poll,
-    is_not_admitted,
-    normalize_tool_name,
-    outcome_of,
-    outcome_params,
-    tool_params,
-)
-from monitor.detect.session_state import LastCall, PendingCall, SessionState
+from monitor.detect.outcome_keys import DeferredBodies
+from monitor.detect.session_state import SessionState
 from monitor.detect.settings import Settings, build_settings
 from monitor.detect.status import BurnStatus, PingPongPair, StreakStatus
 from monitor.detect.streaks import burn_status, ping_pong_pairs, streak_statuses
+from monitor.detect.tool_calls import ToolCallJudge, gated
 from monitor.detect.turns import assistant_hits
 from monitor.events import (
     AssistantMessage,
@@ -92,10 +71,7 @@ class DetectionEngine:
         self._run_to_session = RunIndex(MAX_RUN_INDEX)
         self._ledger = DailyLedger()
         self._orphan_notices: OrderedDict[str, int] = OrderedDict()
-        self._outcome_keys = DeferredBodies()
-        #: Told ``(session_id, call_id, outcome key)`` of each result keyed (the dashboard's
-        #: timeline marks repeating outcomes with the engine's own key).
-        self.outcome_listener: Callable[[str, str, str], None] | None = None
+        self._calls = ToolCallJudge()
 
     # ------------------------------------------------------------------ public
 
@@ -116,12 +92,12 @@ class DetectionEngine:
         if run_id:
             self._run_to_session.note(run_id, event.session_id)
         if isinstance(event, ToolCall):
-            return self._on_call(state, settings, event, run_id)
+            return self._calls.call(state, settings, event, run_id)
         if isinstance(event, ToolResult):
-            return self._on_result(state, settings, event)
+            return self._calls.result(state, settings, event)
         if isinstance(event, LoopVeto):
-            return self._on_veto(state, settings, event)
-        self._commit(state, None)
+            return self._calls.veto(state, settings, event)
+        self._calls.commit(state, None)
         if isinstance(event, AssistantMessage):
             return self._on_assistant(state, settings, event)
         if isinstance(event, UserMessage):
@@ -147,7 +123,17 @@ class DetectionEngine:
         """Let outcome keys and OpenClaw's outcome hashes wait for a comparison before they
         are made, holding the results up to ``budget_bytes`` (``outcome_keys``): in a replay
         most are never compared."""
-        self._outcome_keys = DeferredBodies(budget_bytes)
+        self._calls.outcome_keys = DeferredBodies(budget_bytes)
+
+    @property
+    def outcome_listener(self) -> Callable[[str, str, str], None] | None:
+        """Told ``(session_id, call_id, outcome key)`` of each result keyed (the dashboard's
+        timeline marks repeating outcomes with the engine's own key)."""
+        return self._calls.outcome_listener
+
+    @outcome_listener.setter
+    def outcome_listener(self, listener: Callable[[str, str, str], None] | None) -> None:
+        self._calls.outcome_listener = listener
 
     def _live(self, session_id: str) -> SessionState | None:
         """The live state of a session, thawed when it was frozen."""
@@ -223,7 +209,7 @@ class DetectionEngine:
         if state is None:
             state = self._state(session_id, session_key, agent_id, settings)
         hit = Hit(detector, level, count, message, f"{detector}:{pattern}", tool)
-        return self._gate(state, hit, at_call, ts)
+        return gated(state, hit, at_call, ts)
 
     def settings_for(self, agent_id: str | None) -> Settings:
         key = agent_id or ""
@@ -277,193 +263,6 @@ class DetectionEngine:
         det = self.settings_for(summary.agent_id).detection
         return restore(summary, det.history_size, det.session_no_progress.window)
 
-    # ------------------------------------------------------------ tool calls
-
-    def _on_call(self, state: SessionState, settings: Settings, event: ToolCall,
-                 run_id: str | None) -> list[Finding]:
-        state.call_index += 1
-        # A Claude Code / Codex call is judged by the OpenClaw tool of its shape (``shape``);
-        # findings show the CLI's own tool name.
-        tool = normalize_tool_name(event.shape or event.name)
-        shown = event.name if event.shape else None
-        params = tool_params(event.arguments, event.has_arguments)
-        args_hash = hash_tool_call(tool, params)
-        known_poll = is_known_poll(tool, params)
-        if state.batch and state.batch_run != run_id:
-            self._commit(state, None)
-        call = PendingCall(tool, outcome_params(params), args_hash, event.call_id, run_id,
-                           state.call_index, known_poll, shown)
-        findings: list[Finding] = []
-        if state.batch_blocked is None:
-            history = state.scoped_history(run_id)
-            for earlier in state.batch:
-                projected = Record(earlier.tool, earlier.args_hash, earlier.call_id, run_id)
-                projected.kind = VETO_KIND
-                history.append(projected)
-            verdict = evaluate(history, tool, args_hash, known_poll, settings.thresholds)
-            if verdict is not None:
-                finding = self._loop_finding(state, settings, verdict, call, run_id, event.ts)
-                if finding is not None:
-                    findings.append(finding)
-                if verdict.level == "critical":
-                    state.batch_blocked = args_hash
-        state.last_call = LastCall(tool, args_hash, known_poll, run_id)
-        state.batch.append(call)
-        state.batch_run = run_id
-        if settings.detection.detectors.iteration_budget:
-            findings.extend(self._iteration(state, settings, call, event.ts))
-        return findings
-
-    def _loop_finding(self, state: SessionState, settings: Settings, verdict: Verdict,
-                      call: PendingCall, run_id: str | None, ts: float | None
-                      ) -> Finding | None:
-        key = f"{run_id}:{verdict.warning_key}" if run_id else verdict.warning_key
-        size = settings.detection.warning_bucket_size
-        bucket = max(1, verdict.count // size) if size > 0 else 1
-        gate = state.warning_buckets if verdict.level == "warning" else state.critical_buckets
-        if not gate.passes(key, bucket):
-            return None
-        message = verdict.message
-        if call.shown != call.tool:              # "Called exec ..." -> "Called Bash ..."
-            message = message.replace(f" {call.tool} ", f" {call.shown} ", 1)
-        return Finding(state.key, state.session_id, verdict.detector, verdict.level,
-                       verdict.count, call.shown, call.index, message, key, ts)
-
-    def _commit(self, state: SessionState, veto: ToolResult | LoopVeto | None) -> None:
-        """Enter the pending batch into the history (see the module docstring)."""
-        if not state.batch:
-            return
-        if veto is not None:
-            action_key = _action_key(veto) or state.batch_blocked
-            if action_key is None:
-                blocked = state.find_batch_call(veto.call_id)
-                action_key = blocked.args_hash if blocked else None
-            for call in state.batch:
-                call.vetoed = True
-                if call.args_hash == action_key:
-                    record = Record(call.tool, call.args_hash, call.call_id, call.run_id,
-                                    call.index)
-                    record.kind = VETO_KIND
-                    state.add_record(record)
-            state.critical_buckets.clear()
-        else:
-            for call in state.batch:
-                call.record = Record(call.tool, call.args_hash, call.call_id, call.run_id,
-                                     call.index)
-                state.add_record(call.record)
-        for call in state.batch:
-            state.remember_pending(call)
-        state.batch = []
-        state.batch_run = None
-        state.batch_blocked = None
-
-    # --------------------------------------------------------------- results
-
-    def _on_result(self, state: SessionState, settings: Settings, event: ToolResult
-                   ) -> list[Finding]:
-        if event.is_loop_veto:
-            return self._on_veto(state, settings, event)
-        self._commit(state, None)
-        call = state.take_pending(event.call_id)
-        if call is None:
-            return []
-        if call.vetoed:
-            return self._progress(state, settings, call, None, event.ts)
-        held = self._outcome_keys.held(event.details, event.text)
-        if is_not_admitted(event.name, event.text):
-            if call.record is not None:
-                state.remove_record(call.record)
-        else:
-            outcome = outcome_of(call.tool, call.params, is_error=event.is_error,
-                                 details=event.details, text=event.text, is_veto=False,
-                                 defer=self._outcome_keys.deferring(call.tool, held))
-            record = call.record
-            if record is None or record.has_outcome or record not in state.records:
-                record = Record(call.tool, call.args_hash, call.call_id, call.run_id,
-                                call.index)
-                state.add_record(record)
-            record.result_hash = outcome.result_hash
-            record.kind = outcome.kind
-            record.failure_identity = outcome.failure_identity
-            record.no_progress = outcome.no_progress
-            record.unknown_tool_name = outcome.unknown_tool_name
-        key = self._outcome_keys.key(settings.normaliser, call.tool, call.args_hash,
-                                     is_error=event.is_error, details=event.details,
-                                     text=event.text, held=held)
-        if self.outcome_listener is not None:
-            self.outcome_listener(event.session_id, event.call_id, key.make())
-        return self._progress(state, settings, call, key, event.ts)
-
-    def _on_veto(self, state: SessionState, settings: Settings,
-                 event: ToolResult | LoopVeto) -> list[Finding]:
-        if event.call_id in state.handled_vetoes:
-            return []
-        state.handled_vetoes.append(event.call_id)
-        if state.batch and state.find_batch_call(event.call_id) is not None:
-            self._commit(state, event)
-        elif state.batch:
-            self._commit(state, None)
-        call = state.take_pending(event.call_id)
-        if call is None:
-            return []
-        return self._progress(state, settings, call, None, event.ts)
-
-    def _progress(self, state: SessionState, settings: Settings, call: PendingCall,
-                  key: LazyDigest | None, ts: float | None) -> list[Finding]:
-        """The beyond-OpenClaw detectors that judge a call by its outcome."""
-        det = settings.detection
-        findings: list[Finding] = []
-        combined = (call.args_hash, key)
-        if det.detectors.session_no_progress:
-            streak = state.progress.observe(key)
-            cfg = det.session_no_progress
-            level = level_for(streak, cfg.warning_threshold, cfg.critical_threshold)
-            if level and (found := self._call_finding(
-                    state, "session_no_progress", level, streak, call, state.progress.episode,
-                    ts, lambda: f"{streak} consecutive tool calls added nothing new to the "
-                                f"session (any tool; last: {call.shown})")):
-                findings.append(found)
-        if det.detectors.post_compaction_repeat:
-            repeats = state.compaction.observe(combined)
-            cfg = det.post_compaction_repeat
-            level = level_for(repeats, cfg.warning_threshold, cfg.critical_threshold) \
-                if repeats else None
-            if level and (found := self._call_finding(
-                    state, "post_compaction_repeat", level, repeats, call,
-                    state.compaction.episode, ts,
-                    lambda: f"{repeats} calls right after a compaction repeated earlier calls "
-                            f"with the same outcome (last: {call.shown})")):
-                findings.append(found)
-        state.recent_call_keys.append(combined)
-        return findings
-
-    @staticmethod
-    def _call_finding(state: SessionState, detector: str, level: str, count: int,
-                      call: PendingCall, episode: int, ts: float | None,
-                      message: Callable[[], str]) -> Finding | None:
-        """``detector``'s finding at ``call`` when its level passes the gate (``_gate``),
-        its message made only then: a stuck session meets these detectors on every call."""
-        pattern = f"{detector}:{episode}"
-        if not state.levels.passes(pattern, LEVEL_RANK[level]):
-            return None
-        return Finding(state.key, state.session_id, detector, level, count, call.shown,
-                       call.index, message(), pattern, ts)
-
-    def _iteration(self, state: SessionState, settings: Settings, call: PendingCall,
-                   ts: float | None) -> list[Finding]:
-        count = state.iterations.observe(call.run_id)
-        cfg = settings.detection.iteration_budget
-        level = level_for(count, cfg.warning_tool_calls, cfg.critical_tool_calls)
-        if not level:
-            return []
-        critical = "no critical" if cfg.critical_tool_calls is None \
-            else f"critical {cfg.critical_tool_calls}"
-        hit = Hit("iteration_budget", level, count, f"run made {count} tool calls "
-                  f"(warning {cfg.warning_tool_calls}, {critical})",
-                  f"iteration_budget:{call.run_id or ''}", call.shown)
-        finding = self._gate(state, hit, call.index, ts)
-        return [finding] if finding else []
-
     # ------------------------------------------------------------- messages
 
     def _on_assistant(self, state: SessionState, settings: Settings,
@@ -479,14 +278,7 @@ class DetectionEngine:
                 day_of(ts, budgets.reset_time), state.agent_id, tokens)
         hits = assistant_hits(state, settings, event, tokens, agent_tokens, total_tokens,
                               self._ledger.day)
-        return [f for hit in hits if (f := self._gate(state, hit, 0, event.ts))]
-
-    def _gate(self, state: SessionState, hit: Hit, at_call: int, ts: float | None
-              ) -> Finding | None:
-        if not state.levels.passes(hit.pattern, LEVEL_RANK[hit.level]):
-            return None
-        return Finding(state.key, state.session_id, hit.detector, hit.level, hit.count,
-                       hit.tool, at_call, hit.message, hit.pattern, ts)
+        return [f for hit in hits if (f := gated(state, hit, 0, event.ts))]
 
     # ---------------------------------------------------------- gateway log
 
@@ -534,10 +326,3 @@ class DetectionEngine:
                         line.count, tool, 0, message, pattern, notice.ts)]
 
 
-def _action_key(veto: ToolResult | LoopVeto) -> str | None:
-    details = getattr(veto, "details", None)
-    if isinstance(details, dict):
-        intervention = details.get("intervention")
-        if isinstance(intervention, dict) and isinstance(intervention.get("actionKey"), str):
-            return intervention["actionKey"]
-    return None
