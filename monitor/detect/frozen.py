@@ -18,7 +18,6 @@ import io
 import os
 import pickle
 import tempfile
-from collections import ChainMap
 from typing import IO
 
 import zstandard
@@ -26,9 +25,13 @@ import zstandard
 from monitor.detect.outcome_keys import LazyDigest
 from monitor.detect.session_state import SessionState
 
-#: How a frozen state pickles: an outcome key or hash not yet made keeps its result body
-#: rather than being made (``LazyDigest.reduce_unmade``).
-_UNMADE_STAY_UNMADE = ChainMap({LazyDigest: LazyDigest.reduce_unmade}, copyreg.dispatch_table)
+
+def _unmade_stay_unmade() -> dict:
+    """How a frozen state pickles: an outcome key or hash not yet made keeps its result
+    body rather than being made (``LazyDigest.reduce_unmade``). A plain dict, made for each
+    state: the pickler looks up the type of every object it reduces in it, and a lookup in
+    a mapping that is not a dict is a Python call."""
+    return {**copyreg.dispatch_table, LazyDigest: LazyDigest.reduce_unmade}
 
 
 class FrozenStates:
@@ -53,7 +56,7 @@ class FrozenStates:
         file cannot be written."""
         pickled = io.BytesIO()
         pickler = pickle.Pickler(pickled, pickle.HIGHEST_PROTOCOL)
-        pickler.dispatch_table = _UNMADE_STAY_UNMADE
+        pickler.dispatch_table = _unmade_stay_unmade()
         try:
             pickler.dump(state)
             frozen = self._compress(pickled.getbuffer())
