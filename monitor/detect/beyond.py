@@ -7,7 +7,7 @@ only the first time a level is reached for its pattern.
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict, deque
+from collections import OrderedDict, deque
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -48,9 +48,9 @@ class SessionProgress:
     def __init__(self, window: int) -> None:
         self.window = window
         self.keys: deque[LazyDigest] = deque()
-        self.groups: Counter[str] = Counter()       # keys in the window per group
+        self.groups: dict[str, int] = {}             # keys in the window per group
         self.lone: dict[str, LazyDigest] = {}        # group -> its only key in the window
-        self.texts: Counter[str] = Counter()         # the other keys, by text
+        self.texts: dict[str, int] = {}              # the other keys, by text
         self.streak = 0
         self.episode = 0
 
@@ -72,17 +72,21 @@ class SessionProgress:
         """Put ``key`` in the window (the oldest leaves past its size); whether an equal key
         was already there."""
         group = key.group
-        if self.groups[group]:
+        in_group = self.groups.get(group, 0)
+        if in_group:
+            texts = self.texts
             lone = self.lone.pop(group, None)
             if lone is not None:
-                self.texts[lone.make()] += 1
+                lone_text = lone.make()
+                texts[lone_text] = texts.get(lone_text, 0) + 1
             text = key.make()
-            seen = text in self.texts
-            self.texts[text] += 1
+            times = texts.get(text, 0)
+            seen = times > 0
+            texts[text] = times + 1
         else:
             seen = False
             self.lone[group] = key
-        self.groups[group] += 1
+        self.groups[group] = in_group + 1
         self.keys.append(key)
         if len(self.keys) > self.window:
             self._drop(self.keys.popleft())
@@ -107,7 +111,7 @@ class SessionProgress:
             _decrement(self.texts, key.make())
 
 
-def _decrement(counter: Counter, item) -> None:
+def _decrement(counter: dict, item) -> None:
     left = counter[item] - 1
     if left:
         counter[item] = left
