@@ -302,15 +302,17 @@ def kill_shell(pid: int, create_time: float, gateway: psutil.Process, *,
     alive = wait_gone(members, grace)
     # A member forked as the SIGTERM arrived (a shell loop's next command) was not signalled.
     # The leader may be gone by now, so its group id is only evidence together with the mark
-    # the exec shell's children inherit.
-    started = [proc for proc in _group_members(pid) if proc not in members and _is_marked(proc)]
+    # the exec shell's children inherit; an unmarked one is reported alive, never signalled.
+    late = [proc for proc in _group_members(pid) if proc not in members]
+    started = [proc for proc in late if _is_marked(proc)]
     members += started
     signalled = sorted(proc.pid for proc in members)
     alive += started
     escalated = bool(alive)
     if escalated:
         _signal_all(pid, alive, signal.SIGKILL)
-    alive = wait_gone(alive + [proc for proc in _group_members(pid) if proc not in alive],
+        late = [proc for proc in _group_members(pid) if proc not in alive]
+    alive = wait_gone(alive + [proc for proc in late if proc not in alive],
                       2.0 if escalated else 0.0)
     if alive:
         last = "SIGKILL" if escalated else "SIGTERM"
