@@ -48,6 +48,7 @@ from monitor.act.processes import (
     is_alive,
     kill_stragglers,
     same_start,
+    signal_group,
     still_running,
 )
 
@@ -185,18 +186,6 @@ def _check_group(cli: psutil.Process, group: ToolGroup, session: CliSession) -> 
         raise KillRefused(f"pid {group.pid} belongs to session {named}")
 
 
-def _signal_group(pgid: int, members: list[psutil.Process], signum: int) -> None:
-    """Signal the group, but only while a member proven to be in it still is (so a freed and
-    reused group id is never hit)."""
-    for proc in members:
-        try:
-            if proc.is_running() and os.getpgid(proc.pid) == pgid:
-                os.killpg(pgid, signum)
-                return
-        except (OSError, psutil.Error):
-            continue
-
-
 def _ended_by_itself(group: ToolGroup) -> bool:
     """Whether nothing is left of the tool group listed earlier: its leader has exited (a
     zombie counts) and no live process is in its group. A PID reused since proves it too:
@@ -225,7 +214,7 @@ def kill_group(cli: psutil.Process, group: ToolGroup, session: CliSession, *,
         return KillOutcome(group.pid, False, f"refused: {exc}")
     members = group_snapshot(group.pid)
     signalled = sorted(proc.pid for proc in members)
-    _signal_group(group.pid, members, signal.SIGTERM)
+    signal_group(group.pid, members, signal.SIGTERM)
     alive = kill_stragglers(members, grace=grace)     # SIGTERM each, then SIGKILL
     late = [proc for proc in group_snapshot(group.pid) if proc not in members]
     if late:                                          # forked before the group signal landed

@@ -323,14 +323,20 @@ def kill_shell(pid: int, create_time: float, gateway: psutil.Process, *,
                        signalled)
 
 
-def _signal_all(pgid: int, procs: list[psutil.Process], signum: int) -> None:
-    """Signal the group (only while one of ``procs`` still belongs to it, so a group id
-    that was freed and reused is never hit) and every one of ``procs`` by itself."""
-    if any(still_running(proc) and _group_of(proc) == pgid for proc in procs):
+def signal_group(pgid: int, members: list[psutil.Process], signum: int) -> None:
+    """Signal the group, but only while one of ``members`` (proven to be in it) still is,
+    so a group id that was freed and reused is never hit."""
+    if any(still_running(proc) and _group_of(proc) == pgid for proc in members):
         try:
             os.killpg(pgid, signum)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _signal_all(pgid: int, procs: list[psutil.Process], signum: int) -> None:
+    """``signal_group``, then every one of ``procs`` by itself (a descendant that left the
+    group is signalled too)."""
+    signal_group(pgid, procs, signum)
     for proc in procs:
         try:
             proc.send_signal(signum)

@@ -27,20 +27,18 @@ import json
 import os
 import secrets
 import signal
-import sqlite3
-import subprocess
 import threading
 import time
 import uuid
-from contextlib import closing, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
+from monitor.demo.exec_shells import ExecChild, ExecShells, to_ms
 from monitor.demo.sim.simulator import Simulator
 
 PROTOCOL = 4
@@ -49,39 +47,6 @@ TICK_SECONDS = 1.0
 START_TIMEOUT = 10.0
 METHODS = ("health", "sessions.list", "sessions.subscribe", "sessions.messages.subscribe",
            "chat.abort", "sessions.abort", "chat.send")
-TASK_RUNS_SQL = """
-CREATE TABLE IF NOT EXISTS task_runs (
-  task_id TEXT PRIMARY KEY, runtime TEXT, task_kind TEXT, requester_session_key TEXT,
-  run_id TEXT, execution_owner_pid INTEGER, label TEXT, task TEXT, status TEXT, error TEXT,
-  terminal_outcome TEXT, detail_json TEXT, created_at INTEGER, started_at INTEGER,
-  ended_at INTEGER)
-"""
-
-
-def _ms(seconds: float) -> int:
-    return int(seconds * 1000)
-
-
-@dataclass
-class ExecChild:
-    """One exec call's shell: a real process-group leader marked ``OPENCLAW_SHELL=exec``."""
-
-    session_key: str
-    run_id: str
-    tool_call_id: str
-    process_session: str
-    command: str
-    background: bool
-    popen: subprocess.Popen = field(repr=False)
-    create_time: float = 0.0
-    ended: bool = False
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        return not self.ended and self.popen.poll() is None
 
 
 @dataclass(eq=False)
@@ -101,8 +66,7 @@ class DemoGateway:
         self.token = token or secrets.token_urlsafe(24)
         self.host = host
         self.port = 0
-        self.children: list[ExecChild] = []
-        self._lock = threading.Lock()
+        self.execs = ExecShells(self.state_dir)
         self._clients: set[_Client] = set()
         self._seq = 0
         self._announced: set[str] = set()       # run ids whose lifecycle start was sent
@@ -160,86 +124,17 @@ class DemoGateway:
             with suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._stopped.set)
         self._thread.join(timeout=5)
-        with self._lock:
-            children = list(self.children)
-        for child in children:
-            _signal_group(child, signal.SIGTERM)
-        deadline = time.monotonic() + 3
-        for child in children:
-            try:
-                child.popen.wait(timeout=max(0.05, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal_group(child, signal.SIGKILL)
-                with suppress(subprocess.TimeoutExpired):
-                    child.popen.wait(timeout=2)
-            child.ended = True
+        self.execs.end_all()
 
     # ------------------------------------------------------------------ children
 
     def spawn_exec(self, session_key: str, command: str, *, background: bool) -> ExecChild:
         """Start ``command`` as an exec shell of ``session_key``'s current run."""
-        session = self.simulator.session(session_key)
-        env = {**os.environ, "OPENCLAW_SHELL": "exec"}
-        popen = subprocess.Popen(["/bin/sh", "-c", command], env=env, start_new_session=True,
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, close_fds=True,
-                                 cwd=str(self.state_dir))
-        try:
-            created = psutil.Process(popen.pid).create_time()
-        except psutil.Error:
-            created = time.time()
-        child = ExecChild(session_key, session.run_id, f"call_{uuid.uuid4().hex[:16]}",
-                          f"demo-{secrets.token_hex(3)}", command, background, popen, created)
-        with self._lock:
-            self.children.append(child)
-        if background:
-            self._record_task(child, "running")
-        return child
+        run_id = self.simulator.session(session_key).run_id
+        return self.execs.spawn(session_key, run_id, command, background=background)
 
     def live_children(self, session_key: str | None = None) -> list[ExecChild]:
-        with self._lock:
-            return [child for child in self.children if child.alive()
-                    and (session_key is None or child.session_key == session_key)]
-
-    def _task_db(self) -> Path:
-        path = self.state_dir / "state" / "openclaw.sqlite"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
-
-    def _record_task(self, child: ExecChild, status: str, detail: dict | None = None) -> None:
-        """The ``task_runs`` row OpenClaw keeps for a background exec."""
-        try:
-            with closing(sqlite3.connect(self._task_db(), timeout=2.0)) as conn, conn:
-                conn.execute(TASK_RUNS_SQL)
-                conn.execute(
-                    "INSERT INTO task_runs (task_id, runtime, task_kind, requester_session_key,"
-                    " run_id, execution_owner_pid, label, task, status, detail_json, created_at,"
-                    " started_at, ended_at) VALUES (?, 'exec', 'exec', ?, ?, ?, ?, ?, ?, ?, ?,"
-                    " ?, ?) ON CONFLICT(task_id) DO UPDATE SET status = excluded.status,"
-                    " detail_json = excluded.detail_json, ended_at = excluded.ended_at",
-                    (child.tool_call_id, child.session_key, f"exec:{child.process_session}",
-                     os.getpid(), child.process_session, child.command, status,
-                     json.dumps(detail or {}), _ms(child.create_time), _ms(child.create_time),
-                     None if status == "running" else _ms(time.time())))
-        except sqlite3.Error:
-            pass
-
-    def _reap(self) -> list[ExecChild]:
-        """Children that exited since the last call (their zombies are collected)."""
-        gone = []
-        with self._lock:
-            for child in self.children:
-                if not child.ended and child.popen.poll() is not None:
-                    child.ended = True
-                    gone.append(child)
-        for child in gone:
-            if child.background:
-                code = child.popen.returncode
-                signal_name = signal.Signals(-code).name if code < 0 else None
-                self._record_task(child, "failed" if signal_name else "succeeded",
-                                  {"exitCode": None if signal_name else code,
-                                   "exitSignal": signal_name})
-        return gone
+        return self.execs.live(session_key)
 
     # ------------------------------------------------------------------ aborting
 
@@ -258,7 +153,7 @@ class DemoGateway:
         killed = [child for child in self.live_children(session_key)
                   if not child.background and child.run_id == session.run_id]
         for child in killed:
-            _signal_group(child, signal.SIGKILL)
+            child.signal_group(signal.SIGKILL)
         return session.run_id, killed
 
     # ------------------------------------------------------------------ frames
@@ -273,7 +168,7 @@ class DemoGateway:
         return {"type": "event", "event": "agent", "seq": seq, "payload": {
             "runId": run_id, "sessionKey": session_key, "sessionId": session_id,
             "agentId": self.simulator.agent_id, "stream": stream, "data": data, "seq": seq,
-            "ts": _ms(time.time()), "isHeartbeat": False}}
+            "ts": to_ms(time.time()), "isHeartbeat": False}}
 
     def _tool_update(self, child: ExecChild) -> dict:
         tail = "waiting...\n"
@@ -281,13 +176,13 @@ class DemoGateway:
             "phase": "update", "name": "exec", "toolCallId": child.tool_call_id,
             "partialResult": {"content": [{"type": "text", "text": tail}], "details": {
                 "status": "running", "sessionId": child.process_session, "pid": child.pid,
-                "startedAt": _ms(child.create_time), "cwd": str(self.state_dir),
+                "startedAt": to_ms(child.create_time), "cwd": str(self.state_dir),
                 "tail": tail}}})
 
     def _aborted_frames(self, session_key: str, run_id: str, reason: str,
                         killed: list[ExecChild]) -> tuple[list[dict], list[dict]]:
         """(frames for every client, frames for the session's subscribers) of an abort."""
-        now = _ms(time.time())
+        now = to_ms(time.time())
         started = self.simulator.session(session_key).started_at or time.time()
         everyone = [
             {"type": "event", "event": "chat", "seq": self._next_seq(), "payload": {
@@ -295,7 +190,7 @@ class DemoGateway:
                 "agentId": self.simulator.agent_id, "state": "aborted", "stopReason": reason}},
             self._agent(session_key, run_id, "lifecycle", {
                 "phase": "end", "status": "cancelled", "aborted": True, "stopReason": reason,
-                "startedAt": _ms(started), "endedAt": now})]
+                "startedAt": to_ms(started), "endedAt": now})]
         watchers = [self._agent(session_key, run_id, "tool", {
             "phase": "result", "name": "exec", "toolCallId": child.tool_call_id,
             "isError": True, "result": {"content": [{"type": "text", "text": "Aborted"}],
@@ -319,7 +214,7 @@ class DemoGateway:
         re-send each live exec's pid to its session's subscribers."""
         while True:
             await asyncio.sleep(TICK_SECONDS)
-            self._reap()
+            self.execs.reap()
             for session in self.simulator.sessions:
                 if session.started and session.run_id not in self._announced:
                     self._announced.add(session.run_id)
@@ -338,7 +233,7 @@ class DemoGateway:
     async def _handle(self, ws: ServerConnection) -> None:
         client = _Client(ws)
         await self._send(client, {"type": "event", "event": "connect.challenge", "payload": {
-            "nonce": str(uuid.uuid4()), "ts": _ms(time.time())}})
+            "nonce": str(uuid.uuid4()), "ts": to_ms(time.time())}})
         try:
             async for raw in ws:
                 try:
@@ -401,7 +296,7 @@ class DemoGateway:
         method = frame.get("method")
         params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
         if method == "health":
-            await self._reply(client, frame, {"ok": True, "ts": _ms(time.time())})
+            await self._reply(client, frame, {"ok": True, "ts": to_ms(time.time())})
         elif method == "sessions.list":
             await self._reply(client, frame, {"sessions": self.session_rows()})
         elif method == "sessions.subscribe":
@@ -460,13 +355,6 @@ class DemoGateway:
                 "lastRunId": session.run_id, "abortedLastRun": session.aborted,
                 "inputTokens": session.input_tokens, "outputTokens": session.output_tokens,
                 "totalTokens": session.total_tokens,
-                "updatedAt": _ms(session.ended_at or time.time())})
+                "updatedAt": to_ms(session.ended_at or time.time())})
         return rows
 
-
-def _signal_group(child: ExecChild, signum: int) -> None:
-    """Signal the child's process group while the child (its leader) is not yet reaped."""
-    if child.popen.returncode is not None:
-        return
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signum)
