@@ -23,6 +23,10 @@ TOO_DEEP = f"«nested deeper than {MAX_DEPTH} levels»"
 #: it refuses (``NaN``, ``1e400``, lone surrogates, nesting past its limit) ``json.loads``
 #: decides, so the result never differs.
 _FAST = msgspec.json.Decoder()
+#: Up to this length a text's bracket count (``may_nest_too_deep``) is the cheaper test of
+#: its depth; past it, walking the decoded containers is: counting runs over every byte,
+#: while most of a long line is the bytes of a few strings (a tool's output).
+COUNT_BRACKETS_UP_TO = 4096
 
 
 class UntrustedJSONError(ValueError):
@@ -39,7 +43,7 @@ def loads(text: str | bytes) -> Any:
             value = json.loads(text)
         except RecursionError:
             raise UntrustedJSONError("JSON nested too deeply") from None
-    if may_nest_too_deep(text):
+    if may_nest_too_deep(text) if len(text) <= COUNT_BRACKETS_UP_TO else nests_deeper(value):
         value = clip_depth(value)
     return value
 
@@ -50,6 +54,25 @@ def may_nest_too_deep(text: str | bytes) -> bool:
     if isinstance(text, str):
         return text.count("[") + text.count("{") > MAX_DEPTH
     return text.count(b"[") + text.count(b"{") > MAX_DEPTH
+
+
+def nests_deeper(value: Any, max_depth: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` holds a list or dict at a depth past ``max_depth`` (the top being
+    depth 1): a walk over the containers a level at a time, whose cost is the number of
+    items in them, not the length of the strings."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    depth = 1
+    while level:
+        if depth > max_depth:
+            return True
+        nested = []
+        for container in level:
+            for item in container.values() if type(container) is dict else container:
+                if type(item) is dict or type(item) is list:
+                    nested.append(item)
+        level = nested
+        depth += 1
+    return False
 
 
 def load(handle) -> Any:
