@@ -146,3 +146,31 @@ def test_a_normaliser_pickles_as_what_it_was_made_from():
     text = "build-42 done at 2026-12-04T10:00:00Z after 35 ms, pid 4242"
     assert thawed.text(text) == normaliser.text(text) == "# done at # after #, #"
     assert thawed.strip_keys({"elapsed": 3, "ok": True}) == {"ok": True}
+
+
+def test_windows_and_ordered_maps_thaw_with_their_bounds_and_order():
+    from collections import OrderedDict, deque
+
+    from monitor.detect.frozen import FrozenStates
+
+    engine = DetectionEngine(Config())
+    sid = _two_sessions(engine)
+    state = engine._sessions[sid]
+    windows = {name: value for name in dir(state) if not name.startswith("__")
+               for value in [getattr(state, name, None)] if isinstance(value, deque)}
+    assert any(window.maxlen for window in windows.values())
+    state.probe_order = OrderedDict([("b", deque([1, 2], maxlen=2)), ("a", None)])
+    frozen = FrozenStates()
+    assert frozen.put(sid, state)
+    thawed = frozen.take(sid)
+    for name, window in windows.items():
+        again = getattr(thawed, name)
+        assert list(map(_fields, again)) == list(map(_fields, window))
+        assert again.maxlen == window.maxlen
+    assert list(thawed.probe_order.items()) == [("b", deque([1, 2], maxlen=2)), ("a", None)]
+    assert thawed.probe_order["b"].maxlen == 2
+
+
+def _fields(item):
+    slots = getattr(type(item), "__slots__", None)
+    return tuple(getattr(item, name, None) for name in slots) if slots else item

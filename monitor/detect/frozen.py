@@ -18,6 +18,7 @@ import io
 import os
 import pickle
 import tempfile
+from collections import OrderedDict, deque
 from typing import IO
 
 import zstandard
@@ -30,8 +31,19 @@ def _unmade_stay_unmade() -> dict:
     """How a frozen state pickles: an outcome key or hash not yet made keeps its result
     body rather than being made (``LazyDigest.reduce_unmade``). A plain dict, made for each
     state: the pickler looks up the type of every object it reduces in it, and a lookup in
-    a mapping that is not a dict is a Python call."""
-    return {**copyreg.dispatch_table, LazyDigest: LazyDigest.reduce_unmade}
+    a mapping that is not a dict is a Python call. A deque or an ``OrderedDict`` pickles
+    as its items: their own ``__reduce__`` asks ``copyreg`` for slot names on every object,
+    in Python, since a builtin type cannot keep the answer."""
+    return {**copyreg.dispatch_table, LazyDigest: LazyDigest.reduce_unmade,
+            deque: _reduce_deque, OrderedDict: _reduce_ordered_dict}
+
+
+def _reduce_deque(items: deque) -> tuple:
+    return deque, (list(items), items.maxlen)
+
+
+def _reduce_ordered_dict(mapping: OrderedDict) -> tuple:
+    return OrderedDict, (list(mapping.items()),)
 
 
 class FrozenStates:
