@@ -136,6 +136,21 @@ def test_js_number_and_trim_edge_cases():
     assert js_trim("\ufeff x \x1c") == "x \x1c"
 
 
+_NOTE_START = "[System note: Tool-loop warning after "
+_NOTE_END = " repeated calls. Change your approach or stop if you are not making progress.]"
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=st.sampled_from(["", "out", "out\n", "\n\n", _NOTE_START + "3" + _NOTE_END]),
+       start=st.sampled_from(["", "\n", "x"]), count=st.sampled_from(["10", "", "1x", "999"]),
+       end=st.sampled_from([_NOTE_END, _NOTE_END[:-1], _NOTE_END + "\n", " repeated calls."]),
+       after=st.sampled_from(["", " ", "more"]))
+def test_the_loop_note_is_stripped_exactly_where_its_regex_matches(before, start, count, end,
+                                                                   after) -> None:
+    for text in (before + start + _NOTE_START + count + end + after, before + end):
+        assert strip_loop_note(text) == outcomes._LOOP_NOTE.sub("", text)
+
+
 def test_loop_warning_note_is_removed_before_hashing():
     note = ("[System note: Tool-loop warning after 10 repeated calls. Change your approach or "
             "stop if you are not making progress.]")

@@ -26,6 +26,7 @@ _LOOP_NOTE = re.compile(
     r"\n?\[System note: Tool-loop warning after \d+ repeated calls\. Change your approach or"
     r" stop if you are not making progress\.\]\Z"
 )
+_LOOP_NOTE_END = " repeated calls. Change your approach or stop if you are not making progress.]"
 # An untrusted-content block whose END marker repeats the start marker's id. The body runs
 # to the first start or END marker; it is scanned in runs of non-``<`` characters and
 # possessively (the body can only end at that first marker, so backtracking never helps),
@@ -224,8 +225,9 @@ def _remembered(kind: str, value: Any, make: Callable[[Any], str]) -> str:
 
 
 def strip_loop_note(text: str) -> str:
-    """Remove the warning text part OpenClaw appends after hashing the real result."""
-    return _LOOP_NOTE.sub("", text) if "[System note: Tool-loop" in text else text
+    """Remove the warning text part OpenClaw appends after hashing the real result. Only a
+    text that ends as the note ends can hold it: the rest are not searched."""
+    return _LOOP_NOTE.sub("", text) if text.endswith(_LOOP_NOTE_END) else text
 
 
 def unknown_tool_name(message: str) -> str | None:
