@@ -29,6 +29,7 @@ from monitor.records import (
     redacted_json,
 )
 from monitor.redaction import redact_record
+from monitor.sources.sqlite_guard import stop_queries
 
 
 class SetupError(Exception):
@@ -350,7 +351,7 @@ def cmd_dashboard(args) -> int:
         # Quit cleanly when told to: the terminal restored, the ingest thread stopped (and
         # for the demo its temp dir and children removed).
         for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-            signal.signal(signum, lambda number, frame: app.exit())
+            signal.signal(signum, lambda number, frame: (stop_queries(), app.exit()))
         app.run()
     finally:
         if server is not None:

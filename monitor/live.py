@@ -11,6 +11,7 @@ from monitor.heap import give_back_free_memory, relax_collector, restore_collect
 from monitor.pipeline import Monitor
 from monitor.records import Record
 from monitor.sources.checkpoint import CheckpointStore
+from monitor.sources.sqlite_guard import stop_queries
 from monitor.sources.wake import Waker
 
 #: How long a stopping loop goes on reading what is already there before it saves the
@@ -20,11 +21,12 @@ FINAL_READ_SECONDS = 0.5
 
 def install_stop_signals() -> threading.Event:
     """SIGTERM, SIGINT and SIGHUP (terminal closed) end the loop cleanly (checkpoint saved,
-    files closed)."""
+    files closed); a database query running then ends at once."""
     stop = threading.Event()
 
     def handler(signum, frame):
         stop.set()
+        stop_queries()
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)

@@ -47,6 +47,8 @@ from monitor.act.processes import ExecShell
 from monitor.act.runs import ExecPid
 from monitor.sources.event_blob import EventBlobError, decompress_event
 from monitor.sources.regular import check_sqlite_files, open_regular_file
+from monitor.sources.sqlite_guard import guard, not_plain_tables
+from monitor.sources.sqlite_open import MAX_ROW_BYTES
 from monitor.sources.sqlite_ro import read_only_uri
 from monitor.sources.transcript import parse_timestamp
 from monitor.sources.transcript_names import session_file_path
@@ -173,8 +175,12 @@ def _connect_ro(path: str) -> sqlite3.Connection:
         uri, _ = read_only_uri(path)  # never creates a -wal/-shm beside it (see sqlite_ro)
     except OSError as exc:
         raise sqlite3.OperationalError(f"unable to open database file: {exc}") from None
-    conn = sqlite3.connect(uri, uri=True, timeout=2.0)
+    conn = guard(sqlite3.connect(uri, uri=True, timeout=2.0), MAX_ROW_BYTES)
     conn.execute("PRAGMA query_only=1")
+    refused = not_plain_tables(conn, ("session_nodes", "transcript_events"))
+    if refused:
+        conn.close()
+        raise sqlite3.DatabaseError(f"not OpenClaw's schema: {sorted(refused)}")
     return conn
 
 

@@ -51,8 +51,9 @@ from monitor import untrusted_json
 from monitor.sources.base import Source
 from monitor.sources.event_blob import EventBlobError, decompress_event
 from monitor.sources.sqlite_cold import ColdReader, has_cold_table
+from monitor.sources.sqlite_guard import is_too_big
 from monitor.sources.sqlite_index import SessionIndexRows
-from monitor.sources.sqlite_open import DatabaseConnection, is_busy
+from monitor.sources.sqlite_open import MAX_ROW_BYTES, DatabaseConnection, is_busy
 from monitor.sources.sqlite_ro import sql_int, type_name
 from monitor.sources.sqlite_split import SqliteSplitting
 from monitor.sources.transcript import UnknownEntry, parse_entry
@@ -168,12 +169,18 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
             return {}
         zstd = " + coalesce(length(event_zstd), 0)" if "event_zstd" in self._columns[
             "transcript_events"] else ""
-        sql = (f"SELECT session_id, sum(coalesce(length(event_json), 0){zstd}), count(*), "
-               "max(seq), max(rowid) FROM transcript_events GROUP BY session_id")
+        weight = f"sum(coalesce(length(event_json), 0){zstd})"
         database = [self.path, *(self._identity or ())]
         units: dict[str, tuple[int, list]] = {}
         try:
-            for sid, weight, count, top_seq, top_rowid in self._conn.execute(sql):
+            try:
+                found = self._conn.execute(self._units_sql(weight)).fetchall()
+            except sqlite3.DataError as exc:    # a value past the cap: weigh by row count
+                if not is_too_big(exc):
+                    raise
+                found = self._conn.execute(
+                    self._units_sql(f"count(*) * {ASSUMED_ROW_BYTES}")).fetchall()
+            for sid, weight, count, top_seq, top_rowid in found:
                 if isinstance(sid, str):
                     units[sid] = (sql_int(weight) or 0,
                                   [*database, count, str(top_seq), top_rowid])
@@ -187,6 +194,11 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
         except sqlite3.DatabaseError as exc:
             self.error("query", f"database unreadable: {exc}", shared=True)
         return units
+
+    @staticmethod
+    def _units_sql(weight: str) -> str:
+        return (f"SELECT session_id, {weight}, count(*), max(seq), max(rowid) "
+                "FROM transcript_events GROUP BY session_id")
 
     def _bad_row(self, out: list, table: str, rowid, row, message: str, *,
                  shared: bool = True) -> None:
@@ -266,22 +278,29 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
                 if not done:
                     self.behind = True
                     break
-            rows = conn.execute(sql, (sid, self.seq_cursor.get(sid, -1)))
-            summing = self._summing(sid, out)
-            try:
-                for row in rows:
-                    if spent_bytes >= self.poll_budget_bytes or spent_rows >= self.step_rows \
-                            or (spent_rows and spent_rows % DEADLINE_CHECK_ROWS == 0
-                                and self.out_of_time()):
-                        self.behind = True
-                        break
-                    spent_rows += 1
-                    spent_bytes += self.read_row(sid, row, out) if summing is None \
-                        else summing.add(self.read_row, row)
-            finally:
-                rows.close()
-                if summing is not None:
-                    summing.close()
+            while True:
+                rows = conn.cursor()
+                summing = self._summing(sid, out)
+                try:
+                    for row in rows.execute(sql, (sid, self.seq_cursor.get(sid, -1))):
+                        if spent_bytes >= self.poll_budget_bytes \
+                                or spent_rows >= self.step_rows \
+                                or (spent_rows and spent_rows % DEADLINE_CHECK_ROWS == 0
+                                    and self.out_of_time()):
+                            self.behind = True
+                            break
+                        spent_rows += 1
+                        spent_bytes += self.read_row(sid, row, out) if summing is None \
+                            else summing.add(self.read_row, row)
+                except sqlite3.DataError as exc:
+                    if is_too_big(exc) and self._pass_oversized_row(conn, sid, out, summing):
+                        continue
+                    raise
+                finally:
+                    rows.close()
+                    if summing is not None:
+                        summing.close()
+                break
             if self.behind:
                 break
             del self._pending[sid]
@@ -292,6 +311,36 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
             self.behind = bool(self._cold.due)
         self._rows_read += spent_rows
         self._decoded_bytes_read += spent_bytes
+
+    def _pass_oversized_row(self, conn: sqlite3.Connection, sid: str, out: list,
+                            summing) -> bool:
+        """A row of the session holds a value past ``MAX_ROW_BYTES`` (SQLite refused to read
+        it): the next two rows past the cursor are read one at a time, since the cursor
+        steps one row ahead of the one it returns and the row before the refused one was
+        lost with the error. The refused row is reported and passed; False when none is
+        found, or its seq is not an integer past the cursor (the session is read no
+        further now)."""
+        cursor = self.seq_cursor.get(sid, -1)
+        ahead = conn.execute("SELECT seq, rowid FROM transcript_events WHERE session_id = ? "
+                             "AND seq > ? ORDER BY seq LIMIT 2", (sid, cursor)).fetchall()
+        for seq, rowid in ahead:
+            try:
+                row = conn.execute(self.rows_sql() + " LIMIT 1",
+                                   (sid, self.seq_cursor.get(sid, -1))).fetchone()
+            except sqlite3.DataError as exc:
+                if not is_too_big(exc):
+                    raise
+                self._bad_row(out, "transcript_events", rowid, (sid, seq),
+                              f"a value longer than {MAX_ROW_BYTES} bytes", shared=False)
+                if sql_int(seq) is None or seq <= self.seq_cursor.get(sid, -1):
+                    return False
+                self.seq_cursor[sid] = seq
+                return True
+            if row is not None and summing is None:
+                self.read_row(sid, row, out)
+            elif row is not None:
+                summing.add(self.read_row, row)
+        return False
 
     def rows_sql(self) -> str:
         """The query of one session's rows past a seq, in seq order."""

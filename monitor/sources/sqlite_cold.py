@@ -34,6 +34,7 @@ import zstandard
 
 from monitor import untrusted_json
 from monitor.sources.regular import OPEN_FLAGS, file_kind
+from monitor.sources.sqlite_guard import values_up_to
 from monitor.sources.sqlite_ro import BadRow, check_row
 
 COLD_TABLE = "session_transcript_cold_archives"
@@ -155,8 +156,9 @@ def _read_blob(conn, archive: ColdArchive) -> bytes:
     if archive.blob_bytes != archive.archive_bytes:
         raise ColdArchiveError(f"archive_blob holds {archive.blob_bytes} bytes, the row says "
                                f"{archive.archive_bytes}")
-    row = conn.execute(f"SELECT archive_blob FROM {COLD_TABLE} WHERE session_id = ?",
-                       (archive.session_id,)).fetchone()
+    with values_up_to(conn, MAX_COLD_ARCHIVE_BYTES):
+        row = conn.execute(f"SELECT archive_blob FROM {COLD_TABLE} WHERE session_id = ?",
+                           (archive.session_id,)).fetchone()
     if row is None or not isinstance(row[0], bytes):
         raise ColdArchiveError("archive_blob changed while it was read")
     return row[0]

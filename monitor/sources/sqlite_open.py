@@ -20,9 +20,14 @@ import sqlite3
 from monitor.events import SourceNotice
 from monitor.sources.regular import NotRegularFile, check_sqlite_files
 from monitor.sources.sqlite_cold import COLD_TABLE
+from monitor.sources.sqlite_guard import guard, not_plain_tables
 from monitor.sources.sqlite_ro import read_only_uri, side_file_versions
+from monitor.sources.tail import DEFAULT_MAX_LINE_BYTES
 
 KNOWN_SCHEMA_VERSION = 24
+READ_TABLES = ("session_nodes", "session_windows", "transcript_events", COLD_TABLE)
+#: The longest value read from a row: a transcript line's cap (``tail``), in both eras.
+MAX_ROW_BYTES = DEFAULT_MAX_LINE_BYTES
 
 
 def has_rowid(conn: sqlite3.Connection, table: str) -> bool:
@@ -61,14 +66,17 @@ class DatabaseConnection:
         conn = None
         try:
             uri, immutable = read_only_uri(self.path)
-            conn = sqlite3.connect(uri, uri=True, timeout=0.25, isolation_level=None,
-                                   check_same_thread=False)
+            conn = guard(sqlite3.connect(uri, uri=True, timeout=0.25, isolation_level=None,
+                                         check_same_thread=False), MAX_ROW_BYTES)
             conn.execute("PRAGMA query_only = 1")
+            refused = not_plain_tables(conn, READ_TABLES)
+            if refused:
+                raise sqlite3.DatabaseError("not OpenClaw's schema: " + ", ".join(
+                    f"{name} is a {kind}" for name, kind in sorted(refused.items())))
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             info = {
                 table: conn.execute(f"PRAGMA table_info({table})").fetchall()
-                for table in ("session_nodes", "session_windows", "transcript_events",
-                              COLD_TABLE)
+                for table in READ_TABLES
             }
             columns = {table: {row[1] for row in rows} for table, rows in info.items()}
             not_null = {table: {row[1] for row in rows if row[3]} for table, rows in info.items()}

@@ -1,0 +1,75 @@
+"""Reading a database someone else wrote without letting it hold the reader.
+
+An agent database is data like any transcript: whoever can write under the state dir can
+write it. Three things keep a crafted one from stopping clawwatch:
+
+* The tables read must be tables (``not_plain_tables``). A view of the same name runs its
+  own query on every read, an endless recursive one included, and a virtual table runs a
+  module's code; either is refused with the database, as a schema OpenClaw never writes.
+* No value longer than the cap a connection is given is ever materialised (SQLite's
+  ``SQLITE_LIMIT_LENGTH``): a 900 MB ``event_json`` is a ``sqlite3.DataError`` for its row
+  (``is_too_big``), not gigabytes of memory.
+* A statement running when the process is told to stop ends there (``stop_queries``, from
+  the signal handlers): SQLite calls the progress handler between its steps, so SIGTERM
+  is never held by a query.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+#: SQLite virtual-machine steps between two looks at the stop flag (a few microseconds).
+PROGRESS_STEPS = 10_000
+
+_STOPPING = threading.Event()
+_VIRTUAL = re.compile(r"\s*CREATE\s+VIRTUAL\b", re.IGNORECASE)
+
+
+def stop_queries() -> None:
+    """End every guarded statement now running or started later in this process (it fails
+    with ``sqlite3.OperationalError: interrupted``): the process is stopping."""
+    _STOPPING.set()
+
+
+def guard(conn: sqlite3.Connection, max_value_bytes: int) -> sqlite3.Connection:
+    """``conn``, made to fail a statement that reads a value past ``max_value_bytes`` and to
+    end any statement once ``stop_queries`` was called."""
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_value_bytes)
+    conn.set_progress_handler(_STOPPING.is_set, PROGRESS_STEPS)
+    return conn
+
+
+@contextmanager
+def values_up_to(conn: sqlite3.Connection, max_value_bytes: int) -> Iterator[None]:
+    """Within the block, values up to ``max_value_bytes`` are read (a cold archive's blob,
+    which has a larger cap of its own than a row)."""
+    previous = conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_value_bytes)
+    try:
+        yield
+    finally:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, previous)
+
+
+def is_too_big(exc: sqlite3.Error) -> bool:
+    """``exc`` is SQLite refusing a value past the connection's length limit."""
+    return isinstance(exc, sqlite3.DataError) and "too big" in str(exc)
+
+
+def not_plain_tables(conn: sqlite3.Connection, names: tuple[str, ...]) -> dict[str, str]:
+    """Those of ``names`` that the schema defines as something other than an ordinary
+    table (SQLite matches names without regard to case), each with what it is."""
+    wanted = {name.lower(): name for name in names}
+    found: dict[str, str] = {}
+    for name, kind, sql in conn.execute(
+            "SELECT name, type, substr(sql, 1, 64) FROM sqlite_master"):
+        if not isinstance(name, str) or name.lower() not in wanted:
+            continue
+        if kind != "table":
+            found[wanted[name.lower()]] = str(kind)
+        elif isinstance(sql, str) and _VIRTUAL.match(sql):
+            found[wanted[name.lower()]] = "virtual table"
+    return found
