@@ -385,7 +385,17 @@ def cmd_config(args) -> int:
     return check_config_main(args.file or args.config)
 
 
+def _never_fail_to_encode() -> None:
+    """A character the terminal's encoding lacks (``␛``, the visible form of an ESC that
+    data held, on a Latin-1 terminal) is written as its escape, not raised."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _never_fail_to_encode()
     parser = build_parser()
     args = parser.parse_args(argv)
     refuse_unused_globals(parser, args)

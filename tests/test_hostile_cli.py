@@ -29,15 +29,16 @@ EXACT = ("osc0_title", "bidi_override", "c1_csi", "backspace_cr", "csi_clear", "
          "invisible_format", "emoji_presentation")
 
 
-def clawwatch(*args: str, home: Path, timeout: float = 90) -> subprocess.CompletedProcess:
+def clawwatch(*args: str, home: Path, timeout: float = 90, encoding: str = "utf-8"
+              ) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
     env.update(HOME=str(home), TMPDIR=str(home), XDG_STATE_HOME=str(home / "xdg"),
-               PYTHONIOENCODING="utf-8")
+               PYTHONIOENCODING=encoding)
     result = subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True,
                             env=env, timeout=timeout)
-    result.stdout = result.stdout.decode("utf-8", "surrogateescape")
-    result.stderr = result.stderr.decode("utf-8", "surrogateescape")
+    result.stdout = result.stdout.decode(encoding, "surrogateescape")
+    result.stderr = result.stderr.decode(encoding, "surrogateescape")
     return result
 
 
@@ -69,6 +70,17 @@ def test_replay_table_prints_data_visibly_and_no_control(world, home):
     # one line per source and per session: no newline or separator from data split a line
     sessions = [line for line in result.stdout.splitlines() if "calls=" in line]
     assert len(sessions) == len(HOSTILE_STRINGS)
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
+def test_text_output_on_a_terminal_without_utf8_escapes_what_it_cannot_encode(
+        world, home, encoding):
+    for command in (("replay",), ("watch", "--headless", "--seconds", "1", "--from-start")):
+        result = clawwatch(*command, "--state-dir", str(world.state_dir), "--log",
+                           str(world.log_path), home=home, encoding=encoding)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert_clean(result.stdout + result.stderr)
+        assert "\\u241b]0;HOSTILE-title" in result.stdout
 
 
 def test_replay_json_is_valid_escaped_and_exact(world, home):
