@@ -43,6 +43,15 @@ from monitor.sources.transcript_light import CountOnly
 RUNS_KEPT = 4096
 # Seconds between two sweeps of the engine for idle sessions to hibernate (``step``).
 HIBERNATE_EVERY = 60.0
+#: Skipped records whose error the replay document shows (all are counted).
+INTERNAL_ERROR_SAMPLES = 5
+
+
+def _first_samples(samples: list[dict]) -> list[dict]:
+    """The ``INTERNAL_ERROR_SAMPLES`` first samples by where they were found: the same
+    whichever shards of a replay found them."""
+    return sorted(samples, key=lambda sample: (sample["path"], sample["message"])
+                  )[:INTERNAL_ERROR_SAMPLES]
 
 
 def history_cutoff(config, now: float | None = None) -> float | None:
@@ -87,6 +96,7 @@ class Monitor:
         self._quiet_event = False
         self.polls = 0
         self.internal_errors = 0        # records skipped because folding one raised
+        self.internal_error_samples: list[dict] = []    # ``_first_samples``, for the document
         #: Every finding ever added, by ``(session_id, detector, level)`` (for ``--metrics``).
         self.finding_counts: Counter[tuple[str, str, str]] = Counter()
         #: Sessions known only from the log by their key (``log:<key>``), to be taken over
@@ -143,18 +153,31 @@ class Monitor:
                     self._fold(event, records)
             except Exception as exc:    # one record the code cannot take loses only itself
                 self.internal_errors += 1
-                records.append(ErrorRecord(
+                error = ErrorRecord(
                     ts=iso(None), source="internal",
                     path=getattr(event, "origin", "") or type(event).__name__, where="",
-                    message=f"this record was skipped: {type(exc).__name__}: {str(exc)[:200]}"))
+                    message=f"this record was skipped: {type(exc).__name__}: {str(exc)[:200]}")
+                self.internal_error_samples = _first_samples(
+                    [*self.internal_error_samples,
+                     {"path": error.path, "where": "", "message": error.message}])
+                records.append(error)
         return records
+
+    def internal_summary(self) -> dict | None:
+        """The records skipped because folding them raised, as a source entry of the replay
+        document (``kind`` ``internal``); None when there were none."""
+        if not self.internal_errors:
+            return None
+        return {"kind": "internal", "path": "", "events": 0, "errors": self.internal_errors,
+                "error_samples": _first_samples(self.internal_error_samples)}
 
     def report(self) -> dict:
         """The replay document of shared/CONTRACT.md."""
         sessions = sorted(self.sessions.values(), key=lambda s: (s.key or s.session_id,
                                                                  s.first_ts or 0))
+        internal = self.internal_summary()
         return {
-            "sources": self.sources.summaries(),
+            "sources": self.sources.summaries() + ([internal] if internal else []),
             "sessions": [s.as_json() for s in sessions if s.key or s.tool_calls
                          or s.assistant_messages],
         }

@@ -84,6 +84,7 @@ class ShardResult:
     runs: list[tuple[str, str]] = field(default_factory=list)
     summaries: dict[str, dict] = field(default_factory=dict)
     internal_errors: int = 0
+    internal_error_samples: list[dict] = field(default_factory=list)
     #: ``session_id -> source_id -> [events, errors, samples]``: what each session's
     #: transcripts gave, for the cache; None when some count could not be placed.
     units: dict[str, dict[str, list]] | None = None
@@ -184,8 +185,10 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
     read_to_end(monitor)
     logs = {source_id(s): s.summary() for s in sources.sources}
     document = monitor.report()
+    internal = monitor.internal_summary()
     document["sources"] = [logs[sid] if sid in logs else summaries[sid]
-                           for sid in order if sid in logs or sid in summaries]
+                           for sid in order if sid in logs or sid in summaries
+                           ] + ([internal] if internal else [])
     if document_key is not None:
         replay_cache.save_document(cache_file, document_key, document)
     return document
@@ -359,6 +362,7 @@ def read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[st
             sessions=[s for s in monitor.sessions.values() if s.from_transcript],
             runs=list(monitor.run_to_session.items()), summaries=summaries,
             internal_errors=monitor.internal_errors,
+            internal_error_samples=monitor.internal_error_samples,
             units=tally.units if tally.agrees(sources.sources) and not monitor.internal_errors
             else None)
     finally:
@@ -378,6 +382,7 @@ def _merge(monitor: Monitor, results: list[ShardResult],
             monitor.sessions[state.session_id] = state
         runs.update(result.runs)
         monitor.internal_errors += result.internal_errors
+        monitor.internal_error_samples += result.internal_error_samples
         for sid, summary in result.summaries.items():
             _add_counts(summaries, sid, summary["events"], summary["errors"],
                         summary["error_samples"])

@@ -1,5 +1,6 @@
 """``BoundedMemo`` never holds more than its limit and returns what it keeps."""
 
+import time
 from datetime import datetime, timedelta
 
 from monitor.detect.budgets import _DAYS, day_of
@@ -26,3 +27,18 @@ def test_budget_days_are_remembered_within_their_bound():
         assert day_of(ts, "04:00") == expected
         assert day_of(ts, "04:00") == expected       # the remembered answer
         assert 0 < len(_DAYS) <= _DAYS.limit
+
+
+def test_a_budget_day_past_the_calendar_is_its_last_day(monkeypatch):
+    """9999-12-31T23:59:59Z is a time a transcript may say (``parse_timestamp`` takes it);
+    east of UTC its local day is in the year 10000, which ``datetime`` cannot hold."""
+    monkeypatch.setenv("TZ", "JST-9")
+    time.tzset()
+    try:
+        _DAYS.clear()
+        assert day_of(253402300799.0, "00:00") == "9999-12-31"
+        assert day_of(253402300799.0 - 86400 * 2, "00:00") == "9999-12-30"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+        _DAYS.clear()

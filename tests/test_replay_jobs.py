@@ -114,3 +114,27 @@ def test_a_shard_reads_only_its_own_sessions_index_records(generated_state_dirs,
     chosen = frozenset(sorted(every)[::5]) | {"not-a-session"}
     assert len(every) > 10
     assert index_sessions(chosen) == every & chosen
+
+
+class _FailingEngine(DetectionEngine):
+    """An engine that cannot take some tool calls (a bug a record could hit)."""
+
+    def observe(self, key, agent, event):
+        if type(event).__name__ == "ToolCall" and event.call_id.endswith("7"):
+            raise ValueError("year 10000 is out of range")
+        return super().observe(key, agent, event)
+
+
+def test_records_the_engine_could_not_take_are_counted_in_the_document(
+        generated_state_dirs, monkeypatch):
+    monkeypatch.setattr(replay_module, "BYTES_PER_JOB", 1)
+    what = ReplayInput(state_dir=str(generated_state_dirs / "legacy"))
+    documents = [replay(what, Config(), _FailingEngine, jobs) for jobs in (1, 2)]
+    assert json_dumps(documents[0]) == json_dumps(documents[1])
+    internal = documents[0]["sources"][-1]
+    assert internal["kind"] == "internal" and internal["errors"] > 5
+    assert len(internal["error_samples"]) == 5
+    assert all("ValueError: year 10000" in sample["message"]
+               for sample in internal["error_samples"])
+    assert all(source["kind"] != "internal" for source in split(
+        generated_state_dirs / "legacy", 1)["sources"])

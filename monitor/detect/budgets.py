@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from monitor.detect.memo import BoundedMemo
 from monitor.events import Usage
@@ -87,8 +87,12 @@ def day_of(ts: float, reset_time: str) -> str:
     day = _DAYS.get(cache_key)
     if day is None:
         hours, minutes = (int(part) for part in reset_time.split(":"))
-        moment = datetime.fromtimestamp(ts) - timedelta(hours=hours, minutes=minutes)
-        day = _DAYS.keep(cache_key, moment.date().isoformat())
+        try:
+            moment = datetime.fromtimestamp(ts) - timedelta(hours=hours, minutes=minutes)
+            day = moment.date().isoformat()
+        except (ValueError, OverflowError, OSError):  # a local year past 9999 or before 1
+            day = (date.max if ts > 0 else date.min).isoformat()
+        day = _DAYS.keep(cache_key, day)
     return day
 
 
