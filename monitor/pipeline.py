@@ -34,6 +34,7 @@ from monitor.records import (
     SessionRecord,
     ToolCallRecord,
 )
+from monitor.redaction import bounded
 from monitor.run_index import RunIndex
 from monitor.session_state import SessionState
 from monitor.sources.sourceset import SourceSet
@@ -219,8 +220,8 @@ class Monitor:
             self._adopt_log_only(state)
         state.agent_id = info.agent_id or state.agent_id
         state.source = info.source or state.source
-        state.model = info.model or state.model
-        state.label = info.label or state.label
+        state.model = bounded(info.model) or state.model
+        state.label = bounded(info.label) or state.label
         if info.status and (is_current or state.status is None):
             state.status = info.status
         state.aborted_last_run = info.aborted_last_run or state.aborted_last_run
@@ -265,7 +266,7 @@ class Monitor:
             state.tokens_output += event.usage.output
             state.tokens_total += event.usage.total
             state.cost += event.usage.cost
-            state.model = event.model or state.model
+            state.model = bounded(event.model) or state.model
             if event.is_error:
                 state.errors += 1
         elif isinstance(event, UserMessage) and run_id:

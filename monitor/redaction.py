@@ -424,3 +424,16 @@ def _redacted_item(item: Any) -> Any:
     """An item of a list being walked: a dict is a record of its own, looked at once before
     it is walked (a replay document's sessions are mostly free of secrets)."""
     return redact_record(item) if isinstance(item, dict) else _redacted_record(item)
+
+
+#: The longest name or label kept from an index or a transcript (a model, a session's
+#: label): a pane shows far less, and every output would redact all of it, every time.
+KEPT_NAME_CHARS = 1000
+
+
+def bounded(text: str | None, limit: int = KEPT_NAME_CHARS) -> str | None:
+    """``text``, or when it is longer than ``limit`` its start redacted, then cut
+    (``shown_start``, ``clip``): a secret at the cut is masked whole before it is cut."""
+    if text is None or len(text) <= limit:
+        return text
+    return clip(redact_text(shown_start(text, limit)), limit)

@@ -23,6 +23,11 @@ from monitor.sources.reread import recall
 from monitor.sources.transcript import parse_timestamp, sane_count
 from monitor.sources.transcript import text_or_none as _text
 
+#: The largest ``sessions.json`` read. OpenClaw's holds a few kB per session (its skills
+#: snapshot the most), so this is room for tens of thousands; past it the file is refused,
+#: not read into memory whole.
+MAX_INDEX_BYTES = 256 << 20
+
 
 class IndexEntry(msgspec.Struct):
     """What the monitor reads of a ``sessions.json`` entry (an entry has some thirty fields;
@@ -155,7 +160,12 @@ class SessionIndexReader:
 
     def _read_entries(self) -> dict[str, IndexEntry] | str:
         with open_regular_file(self.index_path) as handle:
-            return index_entries(handle.read())
+            too_large = os.fstat(handle.fileno()).st_size > MAX_INDEX_BYTES
+            data = b"" if too_large else handle.read(MAX_INDEX_BYTES + 1)
+        if too_large or len(data) > MAX_INDEX_BYTES:
+            return (f"cannot read the session index: larger than {MAX_INDEX_BYTES >> 20} MiB "
+                    "(the transcripts beside it are still read)")
+        return index_entries(data)
 
     def _session_info(self, key: str, entry: IndexEntry) -> SessionInfo | None:
         sid = entry.sessionId
