@@ -20,13 +20,14 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psutil
 import pytest
 
 from monitor.act import cli_agent_signals as sig
-from monitor.act.cli_agents import CliSession, find_cli, session_cwd
+from monitor.act.cli_agents import CLOCK_SLACK, CliSession, find_cli, session_cwd
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -459,3 +460,41 @@ def test_a_process_in_another_cwd_or_of_another_kind_is_refused(clis):
         outcome = sig.stop_cli(fake.session, (pid, psutil.Process(pid).create_time()))
         assert not outcome.ok and "protected" in outcome.detail
     assert untouched(fake) and untouched(other)
+
+
+def a_later_session_beside(fake: Fake) -> CliSession:
+    """A session whose transcript sits beside ``fake``'s, begun after it started, and whose
+    own CLI has already exited."""
+    wait_for(lambda: time.time() - psutil.Process(fake.pid).create_time() > CLOCK_SLACK + 0.5,
+             "the first CLI to be older than the clock slack")
+    later = str(uuid.uuid4())
+    path = Path(fake.session.transcript).parent / f"{later}.jsonl"
+    path.write_text(json.dumps({"type": "user", "sessionId": later, "cwd": fake.session.cwd,
+                                "timestamp": datetime.now(UTC).isoformat()}) + "\n")
+    return CliSession("claude-code", later, str(path), fake.session.cwd)
+
+
+def test_a_cli_holding_another_sessions_transcript_is_not_that_sessions_writer(clis):
+    running = clis.start("claude-code", hold=True)
+    found = find_cli(a_later_session_beside(running))
+    assert found.process is None
+    assert f"pid {running.pid} holds another session's transcript open" in found.reason
+    assert running.received() == [] and alive(running.pid)
+
+
+def test_a_cli_whose_tool_names_another_session_is_not_that_sessions_writer(clis):
+    running = clis.start("claude-code")
+    found = find_cli(a_later_session_beside(running))
+    assert found.process is None
+    assert f"names another session ({running.session.session_id})" in found.reason
+
+
+def test_the_only_cli_is_no_writer_when_another_transcript_beside_was_written_since(clis):
+    running = clis.start("claude-code", mark=False)
+    later = a_later_session_beside(running)
+    Path(running.session.transcript).touch()
+    found = find_cli(later)
+    assert found.process is None
+    assert "another session's transcript beside this one" in found.reason
+    assert running.session.transcript in found.reason
+    assert running.received() == [] and alive(running.pid)

@@ -9,12 +9,15 @@ A process is a candidate when it looks like that CLI (process name or ``argv[0]`
 script of its npm package), belongs to this user, runs in the session's cwd (its own cwd, or
 for Codex the ``-C``/``--cd`` dir, which it records without changing its cwd), and nothing
 contradicts it (its argv resumes another session id; its ``CLAUDE_CONFIG_DIR``/``CODEX_HOME``
-does not hold the transcript). A launcher whose only child candidate has its arguments is
-left out. A candidate ties itself to the session by at least one fact: argv names the session
-id; an open file is the transcript or names the session id; a tool child's environment names
-the session id; or, as the weakest tie, it started before the transcript's first entry and is
-the only candidate in that cwd. One tied candidate is the writer; two tied, or several untied,
-is ambiguous: nothing is acted on and ``Lookup.reason`` says why.
+does not hold the transcript; with nothing tying it to this session, it holds another
+session's transcript open or a tool of it names another session). A launcher whose only
+child candidate has its arguments is left out. A candidate ties itself to the session by at
+least one fact: argv names the session id; an open file is the transcript or names the
+session id; a tool child's environment names the session id; or, as the weakest tie, it
+started before the transcript's first entry, is the only candidate in that cwd, and no other
+transcript beside this one was written since it started (it could be writing that one). One
+tied candidate is the writer; two tied, or several untied, is ambiguous: nothing is acted on
+and ``Lookup.reason`` says why.
 
 Results carry ``(pid, create_time)``; ``monitor.act.cli_agent_signals`` re-checks that pair
 before any signal, so a reused PID is never hit.
@@ -46,9 +49,11 @@ from monitor.sources.transcript import parse_timestamp
 SOURCES = ("claude-code", "codex")
 SESSION_FLAGS = ("--resume", "-r", "--session-id", "resume", "fork")
 HEAD_BYTES = 1 << 20     # how much of a transcript's start is read for its first entry
+RIVALS_LOOKED_AT = 10_000  # transcripts beside the session's looked at for a rival writer
 CLOCK_SLACK = 2.0        # a create time is boot time + ticks; entries are written after start
-_SESSION_ID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
-                            r"[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_SESSION_ID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_SESSION_ID_RE = re.compile(f"^{_SESSION_ID}$")
+_SESSION_ID_IN = re.compile(_SESSION_ID)
 
 
 @dataclass(frozen=True)
@@ -175,8 +180,11 @@ def resumed_session(argv: list[str]) -> str | None:
 
 # ---------------------------------------------------------------------- the evidence
 
-def ties_of(proc: psutil.Process, argv: list[str], session: CliSession) -> list[str]:
-    """The facts (besides timing) that tie ``proc`` to ``session``."""
+def evidence_of(proc: psutil.Process, argv: list[str], session: CliSession
+                ) -> tuple[list[str], str | None]:
+    """The facts (besides timing) that tie ``proc`` to ``session``, and one that ties it to
+    another session instead (it holds another session's transcript open, or a tool of it
+    names another session), if any."""
     sid = session.session_id
     ties = []
     if any(arg == sid or arg.endswith("=" + sid) for arg in argv[1:]):
@@ -189,11 +197,22 @@ def ties_of(proc: psutil.Process, argv: list[str], session: CliSession) -> list[
         ties.append(f"holds the transcript {transcript} open")
     elif named:
         ties.append(f"holds {named[0]} open (named by the session id)")
+    other = next((f"holds another session's transcript open ({path})" for path in paths
+                  if _names_another_session(path, sid)), None)
     for child in tool_children(proc):
-        if marked_session(child, session.source) == sid:
+        marked = marked_session(child, session.source)
+        if marked == sid:
             ties.append(f"tool process {child.pid}'s environment names session {sid}")
-            break
-    return ties
+        elif marked and other is None:
+            other = f"its tool process {child.pid} names another session ({marked})"
+    return ties, other
+
+
+def _names_another_session(path: str, session_id: str) -> bool:
+    """``path`` is a transcript (``*.jsonl``) whose name holds a session id, not this one."""
+    name = os.path.basename(path)
+    return name.endswith(".jsonl") and session_id not in name \
+        and _SESSION_ID_IN.search(name) is not None
 
 
 def _candidate(proc: psutil.Process, session: CliSession, cwd: str,
@@ -219,8 +238,34 @@ def _candidate(proc: psutil.Process, session: CliSession, cwd: str,
     elsewhere = writes_elsewhere(environ_of(proc), session.source, transcript)
     if elsewhere:
         return None, f"pid {proc.pid}: {elsewhere}"
-    return CliProcess(proc.pid, started, tuple(argv), cwd, tuple(args),
-                      tuple(ties_of(proc, argv, session))), None
+    ties, other = evidence_of(proc, argv, session)
+    if other and not ties:
+        return None, f"pid {proc.pid} {other}"
+    return CliProcess(proc.pid, started, tuple(argv), cwd, tuple(args), tuple(ties)), None
+
+
+def rival_transcript(transcript: str, started: float) -> str | None:
+    """Another transcript in ``transcript``'s folder written after ``started`` (a process
+    that started then may be its writer), if any; at most ``RIVALS_LOOKED_AT`` are looked at,
+    and past that the folder counts as holding one."""
+    own = os.path.realpath(transcript)
+    folder = os.path.dirname(own)
+    try:
+        with os.scandir(folder) as entries:
+            for index, entry in enumerate(entries):
+                if index >= RIVALS_LOOKED_AT:
+                    return f"one of more than {RIVALS_LOOKED_AT} files in {folder}"
+                if not entry.name.endswith(".jsonl") or entry.path == own:
+                    continue
+                try:
+                    written = entry.stat(follow_symlinks=False).st_mtime
+                except OSError:
+                    continue
+                if written > started:
+                    return entry.path
+    except OSError:
+        return None
+    return None
 
 
 def _drop_launchers(found: list[CliProcess]) -> list[CliProcess]:
@@ -282,6 +327,12 @@ def find_cli(session: CliSession) -> Lookup:
         return Lookup(None, f"pid {proc.pid} is the only {session.source} process in {cwd}, "
                             f"but it started {proc.create_time - first:.1f} s after the "
                             "transcript's first entry and nothing else ties it to the session",
+                      tuple(found))
+    rival = rival_transcript(session.transcript, proc.create_time)
+    if rival is not None:
+        return Lookup(None, f"pid {proc.pid} is the only {session.source} process in {cwd}, "
+                            f"but another session's transcript beside this one ({rival}) was "
+                            "written since it started: it may be that session's writer",
                       tuple(found))
     proc = replace(proc, ties=("the only one in the cwd, started before the transcript's "
                                "first entry",))
