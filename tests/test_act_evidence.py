@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import time
 from datetime import UTC, datetime
@@ -206,10 +207,17 @@ def test_the_same_command_in_two_sessions_at_the_same_time_is_not_attributed():
     assert ev.attribute(shell("make test", start), calls=calls) is None
 
 
-def test_the_same_command_much_earlier_elsewhere_does_not_make_it_ambiguous():
+def test_the_same_command_earlier_elsewhere_is_ambiguous_until_it_finished():
+    """How long OpenClaw takes from recording a call to starting its shell varies (a second
+    call of a message waits for the first), so b's identical call 25 s before could be this
+    shell's as well as a's closer one; once b's call has a result that names no pid, its
+    command ran to its end and this shell is not its."""
     start = time.time()
     calls = [ev.ExecCall("agent:main:a", "call-a", "make test", start - 0.3),
              ev.ExecCall("agent:main:b", "call-b", "make test", start - 25)]
+    verdict = ev.judge(shell("make test", start), calls=calls)
+    assert verdict.ambiguous and verdict.sessions == ("agent:main:a", "agent:main:b")
+    calls[1] = dataclasses.replace(calls[1], finished=True)
     assert ev.attribute(shell("make test", start), calls=calls).session_key == "agent:main:a"
 
 
@@ -295,3 +303,22 @@ def test_malformed_pids_and_rows_are_skipped(state):
     assert calls["call-ok"].result_pid == 4242
     assert abs(calls["call-ok"].result_ts - (now - 5 + 0.05)) < 0.01
     assert all(calls[f"call-{n}"].result_pid is None for n in range(len(bad)))
+
+
+def test_a_call_answered_without_a_pid_is_finished_and_one_with_a_pid_is_not():
+    def call(call_id: str) -> dict:
+        return {"type": "message", "message": {"role": "assistant", "content": [
+            {"type": "toolCall", "id": call_id, "name": "exec",
+             "arguments": {"command": "make test"}}]}}
+
+    def result(call_id: str, details: dict) -> dict:
+        return {"type": "message", "message": {"role": "toolResult", "toolCallId": call_id,
+                                               "details": details}}
+
+    entries = [(call("done"), 1.0), (call("bg"), 2.0), (call("open"), 3.0),
+               (result("done", {"status": "completed", "exitCode": 0}), 4.0),
+               (result("bg", {"status": "running", "pid": 4242}), 5.0)]
+    calls = {c.call_id: c for c in ev._calls_in("agent:main:a", entries)}
+    assert calls["done"].finished and calls["done"].result_pid is None
+    assert not calls["bg"].finished and calls["bg"].result_pid == 4242
+    assert not calls["open"].finished and calls["open"].result_ts is None

@@ -172,6 +172,29 @@ def test_a_pid_named_by_b_for_as_shell_is_ambiguous_and_stop_b_kill_leaves_it(
     assert all(alive(pid) for pid in a_members)
 
 
+def test_a_closer_identical_call_of_another_session_does_not_take_a_shell(
+        tree_factory, gateway, state, tmp_path):
+    """Both sessions ran the same command: a's call was recorded 3 s before its shell (a
+    second call of an assistant message waits for the first), b's just before its own, which
+    is just after a's started. Nothing tells the shells apart but timing, which does not
+    prove it: ``stop b --kill`` kills neither and says both are ambiguous."""
+    tree = tree_factory("sleep 313; true", "sleep 313; true")
+    shell_a, shell_b = pt.exec_shells(tree.proc)
+    members = group_pids(shell_a) + group_pids(shell_b)
+    db = Transcripts(state)
+    db.call(A_KEY, "call-a", shell_a.command, shell_a.create_time - 3.0)
+    db.call(B_KEY, "call-b", shell_b.command, shell_b.create_time - 0.1)
+    db.close()
+
+    _, out, err, _ = stop_kill(B_KEY, tree, gateway, tmp_path)
+
+    assert all(alive(pid) for pid in members), f"a shell was killed: {out} {err}"
+    record = json.loads(out.splitlines()[0])
+    assert {conflict["pid"] for conflict in record["ambiguous"]} == {shell_a.pid, shell_b.pid}
+    assert all("tied with another session's identical call" in " ".join(conflict["reasons"])
+               for conflict in record["ambiguous"])
+
+
 def test_a_pid_named_for_a_process_started_before_the_call_is_not_the_sessions(
         tree_factory, gateway, state, tmp_path):
     """b's result names A's pid, but A had already been running for 8 s when b made that

@@ -9,17 +9,18 @@ four kinds:
    count only for a process started inside that call's window: after the call was made
    (less ``CLOCK_SLACK``) and before its result was written, so a process that had the pid
    earlier or later (a reused PID) is not named by it;
-3. the command text: the shell runs exactly the ``exec`` call's ``command``, started just
-   after that call was recorded; when another session made the same call at about the same
-   time it names both;
+3. the command text: the shell runs exactly the ``exec`` call's ``command``, started within
+   ``COMMAND_WINDOW`` of that call being recorded, and the call has no result yet that
+   names no pid (that command ran to its end); when another session made the same call
+   within that window too, it names both (however much closer one of them is);
 4. the global DB's ``task_runs`` rows of running background execs
    (``requester_session_key``, ``task`` = the command, ``started_at``), the same way.
 
 A shell is a session's only when every piece of evidence that names it names that session
 (``judge``). When two sessions are named (by one kind or by two), the shell is ambiguous:
 the reasons are reported and nothing is killed. (The one allowance: identical calls of two
-sessions at the same time name both as possible owners; a pid named by one of them then
-settles it.) Malformed values (a pid that is not a
+sessions within the window name both as possible owners; a pid named by one of them
+then settles it.) Malformed values (a pid that is not a
 plausible positive integer, a timestamp that is not a number, a row whose columns hold
 values of the wrong type, which tables that are not STRICT allow) are skipped, never trusted.
 
@@ -38,7 +39,7 @@ import sqlite3
 import time
 from collections.abc import Iterable
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import zstandard
 
@@ -57,7 +58,6 @@ RECENT_SECONDS = 6 * 3600
 EVENTS_PER_SESSION = 400
 TRANSCRIPT_TAIL_BYTES = 1 << 20  # legacy era: how much of a transcript's end is read
 COMMAND_WINDOW = (-30.0, 5.0)   # call time relative to the shell's start, seconds
-AMBIGUITY_SECONDS = 1.0
 CLOCK_SLACK = 5.0      # a call's row may be written after its shell started (as in
                        # COMMAND_WINDOW); a create time is boot time + ticks (±1 s)
 RESULT_SLACK = 1.0     # the result of a call is written after its shell started
@@ -76,6 +76,9 @@ class ExecCall:
     result_pid: int | None = None
     process_session: str | None = None
     result_ts: float | None = None     # when the result naming ``result_pid`` was written
+    #: Its result came and named no pid: the command ran to its end (in the foreground), so
+    #: no shell running now is this call's.
+    finished: bool = False
 
 
 @dataclass(frozen=True)
@@ -330,12 +333,14 @@ def _calls_in(key: str, entries: Iterable[tuple[dict | None, float]]) -> list[Ex
                 and message["toolCallId"] in calls:
             details = message.get("details") if isinstance(message.get("details"), dict) else {}
             pid = valid_pid(details.get("pid"))
+            call = calls[message["toolCallId"]]
             if pid is not None:
-                call = calls[message["toolCallId"]]
                 process_session = details.get("sessionId")
                 calls[call.call_id] = ExecCall(
                     call.session_key, call.call_id, call.command, call.ts, pid,
                     process_session if isinstance(process_session, str) else None, ts)
+            else:
+                calls[call.call_id] = replace(call, finished=True)
     return list(calls.values())
 
 
@@ -407,7 +412,7 @@ def judge(shell: ExecShell, *, reported: Iterable[ExecPid] = (),
                    else "")))
     low, high = COMMAND_WINDOW
     matches = sorted(((abs(call.ts - start), call) for call in calls
-                      if call.command == shell.command
+                      if call.command == shell.command and not call.finished
                       and low <= call.ts - start <= high), key=lambda m: m[0])
     closest = _closest(matches)
     for gap, call in closest:
@@ -428,15 +433,14 @@ def judge(shell: ExecShell, *, reported: Iterable[ExecPid] = (),
 
 
 def _closest(matches: list[tuple[float, object]]) -> list[tuple[float, object]]:
-    """The closest match, and those of other sessions about as close (then the match
-    names several sessions); a match much farther off does not count."""
-    if not matches:
-        return []
-    best_gap, best = matches[0]
-    named = {best.session_key}
-    closest = [matches[0]]
-    for gap, other in matches[1:]:
-        if gap - best_gap < AMBIGUITY_SECONDS and other.session_key not in named:
-            named.add(other.session_key)
-            closest.append((gap, other))
+    """The closest match of each session that has one (``matches`` sorted by gap): a match
+    farther off does not rule its session out, since how long OpenClaw takes from recording
+    a call to starting its shell varies, so two sessions' identical calls in the window name
+    both."""
+    named: set[str] = set()
+    closest = []
+    for gap, match in matches:
+        if match.session_key not in named:
+            named.add(match.session_key)
+            closest.append((gap, match))
     return closest
