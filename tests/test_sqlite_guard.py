@@ -18,6 +18,7 @@ from test_hostile_sqlite import NOW_MS, add_node, add_row, add_window
 
 from monitor.act import evidence as ev
 from monitor.sources import sqlite_open
+from monitor.sources.history_reader import HistoryRequest, read_parts
 from monitor.sources.sqlite_agent import SqliteAgentSource
 from monitor.sources.sqlite_guard import not_plain_tables
 
@@ -88,11 +89,10 @@ def test_a_virtual_table_or_view_is_named_and_a_table_is_not(tmp_path) -> None:
                                                   "session_windows": "view"}
 
 
-def test_a_row_past_the_cap_is_reported_and_its_neighbours_are_read(tmp_path,
-                                                                    monkeypatch) -> None:
-    db = agent_db(tmp_path / "state", AGENT_DDL)
+def oversized_rows_db(root: Path, cap: int) -> tuple[Path, list[int]]:
+    """A session of six calls, the second, fourth and fifth past ``cap``; their rowids."""
+    db = agent_db(root, AGENT_DDL)
     conn = sqlite3.connect(db, isolation_level=None)
-    cap = 64 * 1024
     add_row(conn, SID, 0, session_header(SID))
     big = assistant_tool_call("big", 2)
     big["message"]["content"][0]["arguments"] = {"pad": "x" * cap}
@@ -103,6 +103,14 @@ def test_a_row_past_the_cap_is_reported_and_its_neighbours_are_read(tmp_path,
     rowids = [r[0] for r in conn.execute(
         "SELECT rowid FROM transcript_events WHERE length(event_json) > ?", (cap,))]
     conn.close()
+    assert len(rowids) == 3
+    return db, rowids
+
+
+def test_a_row_past_the_cap_is_reported_and_its_neighbours_are_read(tmp_path,
+                                                                    monkeypatch) -> None:
+    cap = 64 * 1024
+    db, rowids = oversized_rows_db(tmp_path / "state", cap)
     monkeypatch.setattr(sqlite_open, "MAX_ROW_BYTES", cap)
     source = SqliteAgentSource(str(db), "main")
     records = []
@@ -114,9 +122,24 @@ def test_a_row_past_the_cap_is_reported_and_its_neighbours_are_read(tmp_path,
     errors = sorted(r.where for r in records if type(r).__name__ == "SourceError")
     assert calls == ["c1", "c3", "c6"]
     assert errors == sorted(f"transcript_events/rowid {rowid}" for rowid in rowids)
-    assert len(rowids) == 3
     assert source.seq_cursor[SID] == 6
     assert source.transcript_units()[SID][1][-3:] == [7, "6", 7]
+
+
+def test_a_history_reader_passes_a_row_past_the_cap_as_the_source_does(tmp_path,
+                                                                       monkeypatch) -> None:
+    cap = 64 * 1024
+    db, rowids = oversized_rows_db(tmp_path / "state", cap)
+    monkeypatch.setattr(sqlite_open, "MAX_ROW_BYTES", cap)
+    parts = []
+    request = HistoryRequest(os.getpid(), "sqlite", str(db), "main", False, since=0.0)
+    read_parts(request, [(0, SID, SID)], lambda index, part: parts.append(part))
+    events = [event for part in parts for event in part.events]
+    calls = [e.call_id for e in events if type(e).__name__ == "ToolCall"]
+    errors = sorted(e.where for e in events if type(e).__name__ == "SourceError")
+    assert calls == ["c1", "c3", "c6"]
+    assert errors == sorted(f"transcript_events/rowid {rowid}" for rowid in rowids)
+    assert parts[-1].last and parts[-1].state == 6
 
 
 def test_a_query_in_flight_ends_when_the_process_is_told_to_stop() -> None:

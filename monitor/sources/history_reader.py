@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import sqlite3
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -114,6 +115,7 @@ def _transcript_parts(request: HistoryRequest, count_only, newest: dict, given, 
 
 def _session_parts(request: HistoryRequest, count_only, newest: dict, given, send) -> None:
     from monitor.sources.sqlite_agent import SqliteAgentSource
+    from monitor.sources.sqlite_guard import is_too_big
 
     source = SqliteAgentSource(request.path, request.agent_id)
     source.count_only = count_only
@@ -127,14 +129,19 @@ def _session_parts(request: HistoryRequest, count_only, newest: dict, given, sen
             size = rows = 0
             last = True
             conn.execute("BEGIN")
-            found = conn.execute(sql, (sid, source.seq_cursor.get(sid, -1)))
+            found = conn.cursor()
             try:
-                for row in found:
+                for row in found.execute(sql, (sid, source.seq_cursor.get(sid, -1))):
                     if size >= request.part_bytes:
                         last = False
                         break
                     rows += 1
                     size += part.add(source.read_row, row)
+            except sqlite3.DataError as exc:     # a value past the row cap: passed
+                if not (is_too_big(exc) and source.pass_oversized_row(conn, sid, part.events,
+                                                                       part)):
+                    raise
+                last = False
             finally:
                 found.close()
                 conn.execute("COMMIT")

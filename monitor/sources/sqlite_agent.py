@@ -293,7 +293,7 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
                         spent_bytes += self.read_row(sid, row, out) if summing is None \
                             else summing.add(self.read_row, row)
                 except sqlite3.DataError as exc:
-                    if is_too_big(exc) and self._pass_oversized_row(conn, sid, out, summing):
+                    if is_too_big(exc) and self.pass_oversized_row(conn, sid, out, summing):
                         continue
                     raise
                 finally:
@@ -312,7 +312,7 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
         self._rows_read += spent_rows
         self._decoded_bytes_read += spent_bytes
 
-    def _pass_oversized_row(self, conn: sqlite3.Connection, sid: str, out: list,
+    def pass_oversized_row(self, conn: sqlite3.Connection, sid: str, out: list,
                             summing) -> bool:
         """A row of the session holds a value past ``MAX_ROW_BYTES`` (SQLite refused to read
         it): the next two rows past the cursor are read one at a time, since the cursor
