@@ -12,15 +12,19 @@ masked whatever their value; secret-looking text is masked wherever it appears:
   Yelp detect-secrets' plugins (the same shapes; its keyword plugin for assignments);
 * PEM private-key blocks (to their END line, or to the end of the text);
 * keyword assignments, ``NAME=value`` / ``NAME: value`` where the name holds ``token``,
-  ``secret``, ``passw(or)d``, ``pwd``, ``passphrase``, ``credential`` or ends in ``_key`` /
-  ``apikey`` / ``accesskey`` / ``privatekey``, or is the word ``pass`` / ``auth`` /
-  ``cookie`` (``DB_PASS=…``, ``"auth": "…"``), with ``=``, ``:`` or their URL-encoded
-  ``%3D`` / ``%3A`` (env style ``AWS_SECRET_ACCESS_KEY=…`` too); a value never starts at a
-  ``{`` or ``[`` (the names nested in it are found by their own);
+  ``secret``, ``passw(or)d``, ``pwd``, ``passphrase``, ``credential``, ``_key`` / ``apikey``
+  / ``accesskey`` / ``privatekey``, at its end or before more of it that starts with a
+  ``_``, a ``-`` or a digit (``GITHUB_TOKEN_RO=…``, ``SECRET_KEY_BASE=…``,
+  ``OPENAI_API_KEY_2=…``) and is not a quantity (``TOKEN_COUNT=5``,
+  ``token_budget:session`` stay), or is the word ``pass`` / ``auth`` / ``cookie``
+  (``DB_PASS=…``, ``"auth": "…"``), with ``=``, ``:`` or their URL-encoded ``%3D`` /
+  ``%3A`` (env style ``AWS_SECRET_ACCESS_KEY=…`` too); a value never starts at a ``{`` or
+  ``[`` (the names nested in it are found by their own);
 * ``Authorization:`` headers of any scheme (bearer and basic credentials anywhere),
   ``Cookie:`` / ``Set-Cookie:`` values, ``--token x`` style flags, ``curl -u user:pass``,
   ``mysql -pX``, ``sshpass -p X``, ``redis-cli -a X``, ``docker login -p X``, argv lists
-  (``["--token", "x"]``), URL userinfo (``scheme://user:pass@``, ``https://token@``);
+  (``["--token", "x"]``), URL userinfo (``scheme://user:pass@``, ``redis://:pass@``,
+  ``https://token@``);
 * every secret clawwatch itself knows (``register_known_secret``: the gateway token, the
   ``--gateway`` URL's password, webhook URLs' secrets), replaced literally.
 
@@ -54,6 +58,15 @@ _RECORD_FIELDS = frozenset({"session_key"})
 # Names whose value is a secret: in assignments, flags and argv pairs.
 _NAME = (r"(?:token|secret|passw(?:or)?[dt]|pwd|passphrase|credentials?|"
          r"(?:api|access|private|secret|auth|[_.-])key)")
+# Words that, right after a secret word, name a number about the secret rather than the
+# secret itself: ``TOKEN_COUNT=5``, ``token_budget:session``, ``PASSWORD_MIN_LENGTH=12``.
+_QUANTITY = (r"(?:count|limit|budget|usage|used|total|max|min|remaining|length|len|size|"
+             r"ttl|expiry|expires)s?(?![a-z])")
+# More of an assignment's name after the secret word (``DB_PASSWORD_PROD``,
+# ``GITHUB_TOKEN_RO``, ``SECRET_KEY_BASE``, ``OPENAI_API_KEY_2``): a ``_`` / ``-`` or a digit
+# starts it, so ``tokens=12`` is no secret; no ``.``, so neither is a file name
+# (``token_store.py:12:``).
+_NAME_TAIL = r"(?:[_-](?!" + _QUANTITY + r")|(?=\d))[\w-]{0,40}"
 # Short names, as whole words (``DB_PASS``, ``"auth"``; not ``bypass``, ``oauth``), with the
 # separator close by: their markers hold it, so ``passed`` or ``author`` run no regex.
 _WORDS = ("pass", "auth", "cookie")
@@ -139,11 +152,12 @@ _RULE_SOURCES = (
      r"[^\"'\\]+", r"\1" + REDACTED, (*_FLAG_MARKERS, "-u")),
     # NAME=value, NAME: value, "NAME": "value" (env style, YAML, JSON, query strings).
     # ``%3D`` / ``%3A``: the same, URL-encoded.
-    (r"(?i)(" + _NAME + r"\\?[\"']?\s*(?:[=:]|%3[da])\s*\\?[\"']?)" + _KVALUE,
-     r"\1" + REDACTED, _NAME_MARKERS),
+    (r"(?i)(" + _NAME + "(?:" + _NAME_TAIL + r")?\\?[\"']?\s*(?:[=:]|%3[da])\s*\\?[\"']?)"
+     + _KVALUE, r"\1" + REDACTED, _NAME_MARKERS),
     (r"(?i)(" + _WORD + r"\\?[\"']?[ \t]*(?:[=:]|%3[da])\s*\\?[\"']?)" + _KVALUE,
      r"\1" + REDACTED, _WORD_MARKERS),
-    (r"(://[^/\s:@]+:)[^@\s/]+@", r"\1" + REDACTED + "@", ("://",)),
+    # ``scheme://user:pass@``, and ``redis://:pass@`` (a password without a user).
+    (r"(://[^/\s:@]*:)[^@\s/]+@", r"\1" + REDACTED + "@", ("://",)),
     # ``https://TOKEN@host``: userinfo without a password is a token (git, GitHub, GitLab).
     (r"(?i)(\b(?:https?|wss?)://)[^/\s:@?#]+@", r"\1" + REDACTED + "@", ("://",)),
 )

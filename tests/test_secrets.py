@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from unittest import mock
 
@@ -82,6 +83,14 @@ CORPUS = {
     "json_auth": ('{"auth": "jaG7y2Ks5Bp0Xe"}', "jaG7y2Ks5Bp0Xe"),
     "json_credentials": ('{"credentials": {"user": "u", "pass": "jcM3f8Rv1Nt6Lh"}}',
                          "jcM3f8Rv1Nt6Lh"),
+    # names with more after the secret word, and a password without a user
+    "env_password_prod": ("export DB_PASSWORD_PROD=ppR4t8Wm2Qz6Kc", "ppR4t8Wm2Qz6Kc"),
+    "env_token_ro": ("GITHUB_TOKEN_RO=trB7n3Xd9Lf1Vs gh api /user", "trB7n3Xd9Lf1Vs"),
+    "env_secret_key_base": ("SECRET_KEY_BASE=skE2h6Pq0Wj5Ya rails s", "skE2h6Pq0Wj5Ya"),
+    "env_api_key_2": ("OPENAI_API_KEY_2=ak9Uv4Cs8Mb3Tn python run.py", "ak9Uv4Cs8Mb3Tn"),
+    "yaml_api_key_prod": ("api-key-prod: ykG5w1Zr7Hd2Lx", "ykG5w1Zr7Hd2Lx"),
+    "json_password_prod": ('{"db_password_prod": "jqF8k2Nv6Tc0Bs"}', "jqF8k2Nv6Tc0Bs"),
+    "url_no_user": ("REDIS_URL=redis://:ruJ3m9Qe5Wx1Gp@cache:6379/0", "ruJ3m9Qe5Wx1Gp"),
 }
 SECRETS = [secret for _, secret in CORPUS.values()] + [PEM_BODY[::-1]]
 
@@ -125,6 +134,11 @@ def test_a_json_object_under_a_secret_name_keeps_its_structure():
     "redis-cli -p 6380 ping", "bypass=1 compass: north", "passes: 3", "oauth2 flow",
     "Authorization failed", "https://example.com/?mail=a@b.example",
     "max_tokens: 4096, tokens=12", "key=agent:main:pp1", "ssh://git@github.com/x.git",
+    # a quantity after the secret word; a file name with a secret word in it
+    "TOKEN_COUNT=5", "token_budget:session", "token_budget:agent:main:2025-01-01",
+    "PASSWORD_MIN_LENGTH=12", "api_key_limit: 100", "codex type=token_count",
+    "token_store.py:12: def load():", "cat: secret.txt: No such file",
+    "http://[::1]:8080/x", "sqlite://:memory:",
 ])
 def test_lookalikes_of_the_new_shapes_are_left_alone(text):
     assert redact_text(text) == text
@@ -163,7 +177,8 @@ SHAPE_PIECES = st.sampled_from([
     "Bearer ", "Cookie", "Set-", "coo\u212aie", "mysql", "MySQL", "mariadb", " -p", "-p",
     " -a ", "sshpass", "redis-cli", "docker login", "podman", " --password ", "DB_PASS",
     "pass", "PA\u017f\u017f", "Pass", "by", "auth", "AUTH", "credentials", "Passwort",
-    "https://", "wss://", "://bob:", "@", "?", "{", "[", '"', "'", "\\", " ", "\n", "|", ";",
+    "https://", "wss://", "://bob:", "://:", "@", "?", "{", "[", '"', "'", "\\", " ", "\n", "|",
+    ";", "TOKEN", "secret", "_KEY", "PASSWORD", "_PROD", "-", "_count", "2", ".py",
     "abcdefgh12345678", "x", "\u0131", "\u00e9",
 ])
 
@@ -193,6 +208,16 @@ def test_the_new_shapes_are_redacted_as_far_as_they_are_shown(text):
         redaction.REDACT_SLACK = original
     whole = " ".join(text.split())
     assert redact_text(start)[:limit] == redact_text(whole)[:limit]
+
+
+@pytest.mark.parametrize("piece", ["token_", "_key-", "DB_PASSWORD_", "://:"])
+def test_names_with_more_after_the_secret_word_are_found_in_linear_time(piece):
+    # each secret word looks at most 40 name characters ahead: a scan to the text's end from
+    # every one of them would take minutes here
+    text = piece * (400_000 // len(piece))
+    started = time.monotonic()
+    redact_text(text)
+    assert time.monotonic() - started < 5
 
 
 def test_argv_lists_mask_the_value_after_a_secret_flag():
