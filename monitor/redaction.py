@@ -434,6 +434,13 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def clip_redacted(text: str, limit: int) -> str:
+    """``text`` redacted, then ``clip``-ped to ``limit`` characters: cut first, a secret
+    halved by the cut could keep a start too short for its rule (``ghp_`` and 8 of its
+    characters) and be shown."""
+    return clip(redact_text(shown_start(text, limit)), limit)
+
+
 def _redacted_item(item: Any) -> Any:
     """An item of a list being walked: a dict is a record of its own, looked at once before
     it is walked (a replay document's sessions are mostly free of secrets)."""

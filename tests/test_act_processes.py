@@ -23,8 +23,11 @@ import pytest
 
 from monitor.act import processes as pt
 from monitor.act.processes import ExecShell
+from monitor.redaction import redact_text
 
 pytestmark = pytest.mark.timeout(60)
+# A GitHub token: masked by its shape only with 16 characters after ``ghp_``.
+GITHUB_PAT = "ghp_Zq9xR2mK7vB4nL1pW8sT3yU6iO0aE5dF"
 
 BROKER = r"""
 import json, os, subprocess, sys, time
@@ -302,8 +305,10 @@ def test_hung_process_findings_for_a_quiet_exec_only(tree_factory, tmp_path):
     from monitor.detect.engine import DetectionEngine
     from monitor.discovery import Discovered
 
-    tree = tree_factory("until false; do sleep 1; done", "while true; do echo tick >/dev/null; "
-                                                          "sleep 0.05; done")
+    # the finding shows the command's first 120 characters: the token is cut 12 into it
+    head = "until false; do sleep 1; done # "
+    quiet_command = head + "." * (108 - len(head)) + GITHUB_PAT
+    tree = tree_factory(quiet_command, "while true; do echo tick >/dev/null; sleep 0.05; done")
     quiet, busy = pt.exec_shells(tree.proc)
     db = tmp_path / "state" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
     with SqliteAgentWriter(db) as writer:
@@ -335,6 +340,7 @@ def test_hung_process_findings_for_a_quiet_exec_only(tree_factory, tmp_path):
             ("agent:main:stuck", "hung_process", expected, "exec")], findings
         assert findings[0].session_id == "sid-agent:main:stuck"
         assert str(quiet.pid) in findings[0].message and "until false" in findings[0].message
+        assert GITHUB_PAT[:12] not in redact_text(findings[0].message)
         assert findings[0].count >= 2
     time.sleep(0.3)
     offset[0] += 10

@@ -20,15 +20,18 @@ from test_cli_agents_process import LOOP_TOOL, Fake, FakeClis, alive, group_pids
 
 from monitor.act.api import ActionResult
 from monitor.act.audit import AuditedController, AuditLog
+from monitor.act.cli_agents import CliProcess, Lookup
 from monitor.act.cli_controller import (
     CliAgentController,
     RoutingController,
+    _ambiguous_candidates,
     default_claude_dirs,
     default_codex_dirs,
     is_cli_key,
     locate_transcript,
     routed,
 )
+from monitor.redaction import redact_text
 
 pytestmark = pytest.mark.timeout(60)
 REPO = Path(__file__).resolve().parents[1]
@@ -244,6 +247,17 @@ def test_ambiguous_evidence_refuses_and_touches_nothing(clis, tmp_path):
     missing = ctl.stop(f"claude-code:{uuid.uuid4()}")
     assert not missing.ok and "no transcript" in missing.detail
     assert untouched(first) and untouched(second)
+
+
+def test_an_ambiguous_candidates_command_is_redacted_before_it_is_cut():
+    # the candidate shows the command's first 200 characters: the token is cut 12 into it
+    token = "ghp_Zq9xR2mK7vB4nL1pW8sT3yU6iO0aE5dF"
+    argv = ("claude", "-p", "." * (188 - len("claude -p ")) + token)
+    lookup = Lookup(None, "ambiguous: 2 candidates",
+                    (CliProcess(4242, 1.0, argv, "/work", ties=("cwd",)),))
+    (info,) = _ambiguous_candidates(lookup)
+    assert info.command.startswith("claude -p ...") and token[:12] not in redact_text(
+        info.command)
 
 
 def test_a_transcript_found_twice_is_refused(clis, tmp_path):

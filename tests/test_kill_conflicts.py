@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from test_act_gateway import TOKEN, FakeGateway
-from test_act_processes import FakeGatewayTree, alive
+from test_act_processes import GITHUB_PAT, FakeGatewayTree, alive
 
 from monitor.act import controller as ctl
 from monitor.act import processes as pt
@@ -124,8 +124,10 @@ def test_a_pid_named_by_b_for_as_shell_is_ambiguous_and_stop_b_kill_leaves_it(
         tree_factory, gateway, state, tmp_path):
     """The issue's case: shell A is a's by its command text, and a tool result of session b
     names A's pid. ``stop b --kill`` kills B only; A is reported as ambiguous (with both
-    reasons) in the kill candidates, the JSON record, the text output and the audit log."""
-    tree = tree_factory("sleep 311; true", "sleep 312; true")
+    reasons) in the kill candidates, the JSON record, the text output and the audit log.
+    A's command shows there in its first 60 characters, a token cut 12 into it masked."""
+    head = "sleep 311; true # "
+    tree = tree_factory(head + "." * (48 - len(head)) + GITHUB_PAT, "sleep 312; true")
     shell_a, shell_b = pt.exec_shells(tree.proc)
     a_members, b_members = group_pids(shell_a), group_pids(shell_b)
     db = Transcripts(state)
@@ -150,6 +152,7 @@ def test_a_pid_named_by_b_for_as_shell_is_ambiguous_and_stop_b_kill_leaves_it(
     assert "transcript pid names agent:main:b" in reasons and "call-b-bg" in reasons
     assert "command text names agent:main:a" in reasons and "call-a" in reasons
     assert f"pid {shell_a.pid}" in record["detail"] and "evidence conflicts" in record["detail"]
+    assert GITHUB_PAT[:12] not in out + json.dumps(audit)
     result = audit[-1]
     assert result["event"] == "result" and result["ambiguous"][0]["pid"] == shell_a.pid
     assert not set(a_members) & set(result["pids"])
@@ -169,6 +172,7 @@ def test_a_pid_named_by_b_for_as_shell_is_ambiguous_and_stop_b_kill_leaves_it(
     code, out, err, _ = stop_kill(A_KEY, tree, gateway, tmp_path, as_json=False)
     assert code == 0, err
     assert f"left alone, the evidence conflicts: pid {shell_a.pid}" in out
+    assert GITHUB_PAT[:12] not in out
     assert all(alive(pid) for pid in a_members)
 
 

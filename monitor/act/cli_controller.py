@@ -38,7 +38,7 @@ from monitor.act import cli_agent_signals as sig
 from monitor.act.api import ActionKind, ActionResult, ProcessInfo
 from monitor.act.cli_agents import SOURCES, CliSession, Lookup, find_cli
 from monitor.act.processes import KillOutcome, KillRefused, group_snapshot, kill_stragglers
-from monitor.redaction import redact_text
+from monitor.redaction import clip_redacted, redact_text
 
 CONFIRM_SECONDS = 2.0
 MAX_MATCHES = 8
@@ -126,7 +126,8 @@ def _ambiguous_candidates(lookup: Lookup) -> tuple[ProcessInfo, ...]:
     infos = []
     for proc in lookup.candidates:
         reasons = proc.ties or ("a candidate not tied to the session",)
-        infos.append(ProcessInfo(proc.pid, proc.create_time, " ".join(proc.argv)[:200], None,
+        command = clip_redacted(" ".join(proc.argv), 200)
+        infos.append(ProcessInfo(proc.pid, proc.create_time, command, None,
                                  "ambiguous: " + "; ".join(reasons), ambiguous=True,
                                  reasons=tuple(reasons)))
     return tuple(infos)

@@ -36,7 +36,7 @@ from monitor.act.gateway import (
     redact,
 )
 from monitor.act.runs import RunTracker
-from monitor.redaction import register_known_secret, register_url_secrets
+from monitor.redaction import clip_redacted, register_known_secret, register_url_secrets
 
 CONFIRM_SECONDS = 2.0
 ATTRIBUTION_WAIT_SECONDS = 3.0   # a transcript row can land after its exec shell started
@@ -287,7 +287,7 @@ class GatewayActionController:
                                  f"{killed} killed by clawwatch"]
         if ambiguous:
             parts.append(f"{len(ambiguous)} exec shell(s) left alone, the evidence conflicts: "
-                         + "; ".join(f"pid {info.pid} ({info.command[:60]}): "
+                         + "; ".join(f"pid {info.pid} ({clip_redacted(info.command, 60)}): "
                                      + " | ".join(info.reasons)
                                      for info in ambiguous.values()))
         if not shells and unproven:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from monitor.act import evidence as ev
 from monitor.act.processes import ExecShell, exec_shells
 from monitor.detect.findings import Finding
+from monitor.redaction import clip_redacted
 
 
 @dataclass
@@ -147,8 +148,8 @@ class HungProcessWatcher:
         level = "critical" if idle >= critical else "warning"
         age = now - shell.create_time
         what = "repeated the same output" if same else "written nothing"
-        message = (f"exec process {shell.pid} ({shell.command[:120]}) has run {age:.0f} s and "
-                   f"{what} for {idle:.0f} s")
+        message = (f"exec process {shell.pid} ({clip_redacted(shell.command, 120)}) has run "
+                   f"{age:.0f} s and {what} for {idle:.0f} s")
         session_id = self.session_id_of(owner.session_key) or owner.session_key
         return self.engine.external_finding(
             owner.session_key, session_id, "hung_process", level, int(idle), message,
