@@ -55,6 +55,9 @@ _SECRET_KEY = re.compile(r"(?i)(token|secret|passw|pwd|api[_-]?key|apikey|auth|c
 #: Secret-named fields of clawwatch's own records, whose value is never a secret (a record's
 #: ``session_key`` is a session's name, like ``key``).
 _RECORD_FIELDS = frozenset({"session_key"})
+#: Fields of clawwatch's own records that map names from data to counts (a session's calls
+#: per tool): the names are text to redact like any other.
+_COUNTS_BY_NAME = frozenset({"tools"})
 # Names whose value is a secret: in assignments, flags and argv pairs.
 _NAME = (r"(?:token|secret|passw(?:or)?[dt]|pwd|passphrase|credentials?|"
          r"(?:api|access|private|secret|auth|[_.-])key)")
@@ -317,10 +320,11 @@ def _redact_list(items, redact_item) -> list:
 
 
 def redact(value: Any, limit: int | None = None) -> Any:
-    """A copy of ``value`` (JSON-like) with secret-named keys and secret-looking text masked.
-    With ``limit``, each text is cut to its ``shown_start`` first (for display only)."""
+    """A copy of ``value`` (JSON-like) with secret-named keys' values and secret-looking text,
+    keys included (a tool's arguments are named by the model), masked. With ``limit``, each
+    text is cut to its ``shown_start`` first (for display only)."""
     if isinstance(value, dict):
-        return {k: REDACTED if isinstance(k, str) and _SECRET_KEY.search(k)
+        return {redact(k, limit): REDACTED if isinstance(k, str) and _SECRET_KEY.search(k)
                 and not isinstance(v, (dict, list)) and (k, v) not in _PLAIN_FIELDS
                 else redact(v, limit)
                 for k, v in value.items()}
@@ -336,8 +340,10 @@ def redact_record(record: Any) -> Any:
     webhook's record) with secret-looking text masked in every string value, at any depth,
     and the string value of a secret-named key (``auth``, ``db_pass``, ``apiKey``) masked
     whole, save clawwatch's own fields (``session_key``, ``tokens_from``). Keys and
-    non-text values are kept (an output's shape never changes); an argv list has the item
-    after a secret flag masked. Returns ``record`` itself when nothing changed.
+    non-text values are kept (an output's shape never changes), save the names of a
+    name → count map (``tools``), which are data: they are redacted, and the counts of names
+    that redact alike added up. An argv list has the item after a secret flag masked.
+    Returns ``record`` itself when nothing changed.
 
     Most records hold nothing secret: their texts are gathered and looked at once, joined,
     and only a record that may hold a secret is walked again to mask it."""
@@ -348,9 +354,10 @@ def redact_record(record: Any) -> Any:
 
 
 def _gather_texts(value: Any, texts: list[str]) -> bool:
-    """Append every string value in ``value`` (at any depth) to ``texts``; True when a
-    string is masked whole whatever it says (under a secret-named key, or after a secret
-    flag in a list), so the record must be walked."""
+    """Append every string value in ``value`` (at any depth), and every name of a
+    name → count map, to ``texts``; True when a string is masked whole whatever it says
+    (under a secret-named key, or after a secret flag in a list), so the record must be
+    walked."""
     if isinstance(value, str):
         texts.append(value)
     elif isinstance(value, dict):
@@ -360,6 +367,8 @@ def _gather_texts(value: Any, texts: list[str]) -> bool:
                         and key not in _RECORD_FIELDS and (key, item) not in _PLAIN_FIELDS:
                     return True
                 texts.append(item)
+            elif key in _COUNTS_BY_NAME and _is_counts(item):
+                texts.extend(item)
             elif _gather_texts(item, texts):
                 return True
     elif isinstance(value, (list, tuple)):
@@ -399,6 +408,8 @@ def _redacted_record(record: Any) -> Any:
                     and _SECRET_KEY.search(key) and key not in _RECORD_FIELDS
                     and (key, value) not in _PLAIN_FIELDS):
                 new = REDACTED
+            elif key in _COUNTS_BY_NAME and _is_counts(value):
+                new = _redacted_counts(value)
             else:
                 new = _redacted_record(value)
             changed = changed or new is not value
@@ -410,6 +421,25 @@ def _redacted_record(record: Any) -> Any:
             return record
         return new_items
     return record
+
+
+def _is_counts(value: Any) -> bool:
+    """Whether ``value`` is a name → count map."""
+    return isinstance(value, dict) and all(
+        isinstance(name, str) and type(count) is int for name, count in value.items())
+
+
+def _redacted_counts(counts: dict[str, int]) -> dict[str, int]:
+    """A name → count map with its names redacted, in name order, the counts of names that
+    redact alike added up (the counts still sum to the calls made); ``counts`` itself when
+    no name changes."""
+    renamed = [(redact_text(name), count) for name, count in counts.items()]
+    if all(shown == name for (shown, _), name in zip(renamed, counts, strict=True)):
+        return counts
+    out: dict[str, int] = {}
+    for shown, count in sorted(renamed):
+        out[shown] = out.get(shown, 0) + count
+    return out
 
 
 def format_arguments(arguments: Any) -> str:

@@ -257,14 +257,17 @@ def test_dicts_in_a_records_list_are_redacted_as_the_record_itself():
 
 
 RECORD_KEYS = st.sampled_from(["message", "auth", "db_pass", "session_key", "tokens",
-                               "tokens_from", "argv", "bypass", "x"])
+                               "tokens_from", "argv", "bypass", "x", "tools"])
 RECORD_TEXTS = st.one_of(st.lists(SHAPE_PIECES, max_size=12).map("".join),
                          st.sampled_from(["--token", "-u", "index", REDACTED, "wsPa55wordXyz",
                                           *(text for text, _ in CORPUS.values())]))
 RECORDS = st.recursive(
     st.one_of(RECORD_TEXTS, st.integers(), st.none()),
     lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(RECORD_KEYS, inner, max_size=4)),
+                            st.dictionaries(RECORD_KEYS, inner, max_size=4),
+                            # a per-tool count map: its names are text
+                            st.fixed_dictionaries({"tools": st.dictionaries(
+                                RECORD_TEXTS, st.integers(), max_size=3)})),
     max_leaves=12)
 
 
@@ -279,6 +282,25 @@ def test_a_record_looked_at_once_is_redacted_as_by_the_full_walk(record, known):
     with mock.patch.object(redaction, "_redacted_item", redaction._redacted_record):
         walked = redaction._redacted_record(record)
     assert redaction.redact_record(record) == walked
+
+
+def test_the_names_of_a_per_tool_count_map_are_redacted_and_their_counts_added_up():
+    from monitor.redaction import redact_record
+
+    first, second = CORPUS["anthropic"][1], CORPUS["google"][1]
+    document = {"sessions": [{"key": "agent:main:x", "tool_calls": 33,
+                              "tools": {f"exec {first}": 25, f"exec {second}": 5, "read": 3}}]}
+    (session,) = redact_record(document)["sessions"]
+    assert session["tools"] == {f"exec {REDACTED}": 30, "read": 3}
+    assert leaks(json.dumps(session)) == []
+    clean = {"sessions": [{"key": "agent:main:x", "tools": {"exec": 2, "read": 1}}]}
+    assert redact_record(clean) is clean
+
+
+def test_argument_names_are_redacted_for_display():
+    secret = CORPUS["anthropic"][1]
+    assert redact({f"note {secret}": "x", "command": "ls"}) == {f"note {REDACTED}": "x",
+                                                                "command": "ls"}
 
 
 def test_a_webhook_urls_secret_is_registered():
@@ -376,6 +398,29 @@ def test_replay_json_carries_no_secret(tmp_path, clean_env, capfd):
     [session] = [s for s in document["sessions"] if s["key"] == key]
     notices = [f for f in session["findings"] if f["detector"] == "gateway_loop_notice"]
     assert notices, "OpenClaw's own diagnostic line must still become a finding"
+    assert leaks(out) == []
+
+
+def test_replay_json_masks_tool_names_in_the_per_tool_counts(tmp_path, clean_env, capfd):
+    # two tool names holding secrets, which redact to the same name: one count of both
+    names = [f"exec {CORPUS['anthropic'][1]}", f"exec {CORPUS['google'][1]}"]
+
+    def steps(env: ScenarioEnv):
+        for call in range(6):
+            yield ToolStep(names[call % 2], {"command": "ls"}, "ok")
+
+    state = tmp_path / "state"
+    sim = Simulator(state, clock=FakeClock(START, tick=0.25), seed=3, hostname="vm")
+    try:
+        session = sim.add_session(Scenario("named", "go", 1000, steps), key="agent:main:named")
+        for _ in range(6):
+            sim.step(session)
+    finally:
+        sim.close()
+    code, out, _ = run_cli(capfd, ["replay", "--json", "--no-cache", "--state-dir", str(state)])
+    assert code == 0
+    [session] = [s for s in json.loads(out)["sessions"] if s["key"] == "agent:main:named"]
+    assert session["tools"] == {f"exec {REDACTED}": 6}
     assert leaks(out) == []
 
 
