@@ -14,9 +14,10 @@ Per-session series (``clawwatch_session_*{session_key,agent}``) exist only for s
 with an event within ``lookback_seconds`` that have not ended (state ``done``), at most
 ``max_sessions`` of them (the worst and most recent first); the rest are summed into one
 series labelled ``session_key="_other"``. Label values come from data models wrote: they
-go through ``monitor.display.printable`` (no control or bidi character survives) and are
-clipped to ``LABEL_CHARS``; two that clip alike get a ``~N`` suffix so no scrape ever holds
-a duplicate series.
+are redacted (a scrape is stored by Prometheus, and the shipped alert rules forward
+``session_key`` to Alertmanager), go through ``monitor.display.printable`` (no control or
+bidi character survives) and are clipped to ``LABEL_CHARS``; two that redact or clip alike
+get a ``~N`` suffix so no scrape ever holds a duplicate series.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 
 from monitor.display import printable
 from monitor.records import ActionRecord, FindingRecord, Record
+from monitor.redaction import REDACT_SLACK, redact_text
 from monitor.snapshot import STATES, SnapshotBuilder
 
 LEVEL_VALUE = {"warning": 1, "critical": 2}
@@ -41,8 +43,11 @@ DEFAULT_LOOKBACK_SECONDS = 900.0
 
 
 def label(value: object) -> str:
-    """A label value from data: printable, at most ``LABEL_CHARS`` characters."""
-    text = printable("" if value is None else value)
+    """A label value from data: redacted, printable, at most ``LABEL_CHARS`` characters.
+    Only the start it can show is redacted (plus ``REDACT_SLACK``, so a secret that starts
+    in view is masked whole)."""
+    text = "" if value is None else str(value)
+    text = printable(redact_text(text[:LABEL_CHARS + REDACT_SLACK]))
     return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
 
 

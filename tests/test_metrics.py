@@ -37,8 +37,10 @@ KEYS = dict(DEMO_SCENARIOS)
 BUDGET = 2_000_000
 
 
-def world(tmp_path: Path, sessions, *, rounds: int, era: str = "sqlite") -> Simulator:
-    sim = Simulator(tmp_path / "state", era=era, log_path=tmp_path / "gateway.log")
+def world(tmp_path: Path, sessions, *, rounds: int, era: str = "sqlite",
+          agent_id: str = "main") -> Simulator:
+    sim = Simulator(tmp_path / "state", era=era, log_path=tmp_path / "gateway.log",
+                    agent_id=agent_id)
     for scenario, key in sessions:
         sim.add_session(scenario, key=key)
     for _ in range(rounds):
@@ -288,6 +290,30 @@ def test_hostile_session_keys_become_printable_clipped_unique_labels(tmp_path):
         assert sum(PAYLOAD in key for key in keys) == len(hostile)
         assert keys.count(OTHER) == 0        # a session really named "_other" is renamed
         assert "\u241b]0;" + PAYLOAD in "".join(keys)              # ESC shown as ␛
+    finally:
+        server.close()
+        hub.monitor.sources.close()
+        sim.close()
+
+
+def test_secrets_in_session_keys_and_agent_ids_never_reach_a_label(tmp_path):
+    # the shipped alert rules forward session_key to Alertmanager
+    agent = "ops-sk-proj-" + "Z" * 30
+    secrets = [agent, "ghp_" + "B" * 36, "ghp_" + "C" * 36]
+    sessions = [("hammer", f"agent:{agent}:hook:{token}") for token in secrets[1:]]
+    sim = world(tmp_path, sessions, rounds=3, era="legacy", agent_id=agent)
+    hub = MetricsHub(monitor_of(tmp_path))
+    server = MetricsServer(hub, "127.0.0.1:0")
+    try:
+        catch_up(hub)
+        page = scrape(server)
+        assert [secret for secret in secrets if secret in page] == []
+        got = samples(page)
+        keys = [labels["session_key"] for labels, _ in got["clawwatch_session_level"]]
+        assert len(set(keys)) == 2, "two keys that redact alike are still two series"
+        assert all(key.startswith("agent:") and "«redacted»" in key for key in keys)
+        assert {labels["agent"] for labels, _ in got["clawwatch_tokens_total"]} == {
+            "ops-«redacted»"}
     finally:
         server.close()
         hub.monitor.sources.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -120,6 +121,20 @@ def test_secret_named_keys_are_redacted_at_any_depth_and_the_rest_kept():
                      "items": [{"password": REDACTED}, {"path": "/tmp"}], "apiKey": REDACTED,
                      "count": 3}
     assert format_arguments({"command": "ls", "env": {"A": 1}}) == 'command=ls, env={"A": 1}'
+
+
+def test_the_desktop_notification_is_redacted_and_printable():
+    from monitor.ui.actions import AlertsAndActions
+
+    written: list[str] = []
+    app = SimpleNamespace(bell=lambda: None, terminal_notifications=True, is_headless=False,
+                          _driver=SimpleNamespace(write=written.append),
+                          post_message=lambda message: None)
+    token = "ghp_" + "B" * 36
+    AlertsAndActions.ring(app, f"agent:main:hook:{token}\x1b]0;x\x07: generic_repeat critical")
+    assert len(written) == 2 and not any(token[:12] in osc for osc in written)
+    assert all(osc.count("\x1b") == osc.count("\x07") == 1 for osc in written)
+    assert all(REDACTED in osc and "generic_repeat critical" in osc for osc in written)
 
 
 # ---------------------------------------------------------------- snapshots

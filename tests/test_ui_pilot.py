@@ -7,6 +7,7 @@ simulator stepping while the app runs.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -186,18 +187,29 @@ async def test_stop_asks_first_and_cancel_does_nothing(scene):
                                           for a in app.latest.alerts))
 
 
+class CommandEchoingController(RecordingController):
+    """A kill whose detail quotes the killed command, as a failed kill's does."""
+
+    def kill(self, session_key, *, trigger=None):
+        result = super().kill(session_key, trigger=trigger)
+        return replace(result, detail=f"killed {self.candidates[0].command}")
+
+
 async def test_kill_lists_pids_and_commands_and_needs_a_yes(scene):
-    candidate = ProcessInfo(4242, 1.0, "sleep 999 --loop-helper", "agent:main:night-hammer",
-                            "cwd under the session workspace")
-    controller = RecordingController([candidate])
+    token = "tok9c8b7a6f5e4d"
+    candidate = ProcessInfo(4242, 1.0, f"sleep 999 --loop-helper --token {token}",
+                            "agent:main:night-hammer", "cwd under the session workspace")
+    controller = CommandEchoingController([candidate])
     app = open_app(scene, controller=controller)
-    async with app.run_test(size=SIZE) as pilot:
+    toasts: list = []
+    async with app.run_test(size=SIZE, message_hook=lambda message: isinstance(
+            message, Notify) and toasts.append(message.notification)) as pilot:
         await settle(pilot)
         key = selected_key(app)
         await pilot.press("K")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         body = str(app.screen.body)
-        assert "4242" in body and "sleep 999 --loop-helper" in body
+        assert "4242" in body and "sleep 999 --loop-helper" in body and token not in body
         await pilot.press("escape")
         assert controller.calls == [("candidates", key)]
         await pilot.press("K")
@@ -206,6 +218,8 @@ async def test_kill_lists_pids_and_commands_and_needs_a_yes(scene):
         await wait_for(pilot, lambda: app.actions)
         assert controller.calls[-1] == ("kill", key)
         assert app.actions[-1].pids == (4242,)
+        await wait_for(pilot, lambda: any("sleep 999" in t.message for t in toasts))
+        assert not any(token in t.message for t in toasts)
 
 
 async def test_kill_dialog_leaves_conflicting_evidence_out_of_the_kill(scene):

@@ -6,8 +6,9 @@ as ``ActionFinished`` / ``KillCandidatesFound`` messages handled here (by handle
 name: ``@on`` is only collected on Textual's own classes, and this is a mixin).
 
 Session keys, commands and messages are data: toasts go through the app's ``notify``
-(plain text, printable), dialogs get them printable, and the desktop notification
-carries only printable text (no BEL, ESC or ST can end or escape its OSC).
+(redacted plain text, printable), dialogs get them redacted and printable, and the desktop
+notification carries only redacted, printable text (no secret leaves for the desktop, and
+no BEL, ESC or ST can end or escape its OSC).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from textual.timer import Timer
 
 from monitor.act.api import ActionKind, ActionResult
 from monitor.display import printable
+from monitor.redaction import clip_redacted
 from monitor.snapshot import Snapshot
 from monitor.ui.alerting import burst_toast
 from monitor.ui.messages import ActionFinished, KillCandidatesFound, Rang
@@ -70,7 +72,7 @@ class AlertsAndActions:
         """The bell, plus an OSC 9 / OSC 777 desktop notification when configured."""
         self.bell()
         if self.terminal_notifications and not self.is_headless and self._driver is not None:
-            text = printable(reason)[:200]
+            text = printable(clip_redacted(reason, 200))
             self._driver.write(f"\x1b]9;clawwatch: {text}\x07")
             self._driver.write(f"\x1b]777;notify;clawwatch;{text}\x07")
         self.post_message(Rang(reason))
@@ -118,7 +120,7 @@ class AlertsAndActions:
         key = message.session_key
         killable = [p for p in message.candidates if not p.ambiguous]
         conflicting = [p for p in message.candidates if p.ambiguous]
-        left_alone = [f"  PID {p.pid:>7}  {printable(p.command)[:90]}\n"
+        left_alone = [f"  PID {p.pid:>7}  {printable(clip_redacted(p.command, 90))}\n"
                       + "".join(f"           {printable(reason)[:120]}\n" for reason in p.reasons)
                       for p in conflicting]
         if not killable:
@@ -129,7 +131,8 @@ class AlertsAndActions:
             self.notify(text, severity="warning")
             return
         lines = [f"Kill these processes of {printable(key)} (SIGTERM, then SIGKILL)?", ""]
-        lines += [f"  PID {p.pid:>7}  {printable(p.command)[:90]}" for p in killable]
+        lines += [f"  PID {p.pid:>7}  {printable(clip_redacted(p.command, 90))}"
+                  for p in killable]
         if conflicting:
             lines += ["", "Left alone, the evidence names another session too:",
                       *"".join(left_alone).rstrip("\n").split("\n")]

@@ -35,6 +35,7 @@ from monitor.act.api import ActionController, ActionResult
 from monitor.config import Config
 from monitor.display import printable
 from monitor.records import Record
+from monitor.redaction import redact_text
 from monitor.snapshot import Snapshot
 from monitor.ui.actions import AlertsAndActions
 from monitor.ui.alerting import AlertBook, AlertMarks, CriticalBurst
@@ -134,11 +135,13 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
 
     def notify(self, message: str, *, title: str = "", severity="information",
                timeout: float | None = None, markup: bool = False) -> None:
-        """Every toast is plain text with its controls made visible: toasts carry session
-        keys, tool names and messages from data, which must never be parsed as markup
-        (``markup`` is accepted for Textual's signature and ignored)."""
-        super().notify(printable(message, keep_newlines=True), title=printable(title),
-                       severity=severity, timeout=timeout, markup=False)
+        """Every toast is redacted plain text with its controls made visible: toasts carry
+        session keys, tool names and messages from data, which may hold secrets and must
+        never be parsed as markup (``markup`` is accepted for Textual's signature and
+        ignored)."""
+        super().notify(printable(redact_text(message), keep_newlines=True),
+                       title=printable(redact_text(title)), severity=severity,
+                       timeout=timeout, markup=False)
 
     # ------------------------------------------------------------------ layout
 

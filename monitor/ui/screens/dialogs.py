@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from monitor.display import printable
+from monitor.redaction import redact_text
 from monitor.ui.text import plain
 
 HELP_KEYS = (
@@ -38,8 +39,9 @@ HELP_KEYS = (
 class ConfirmScreen(ModalScreen[bool]):
     """Yes/no for an action; ``y``/Enter confirm, ``n``/Esc cancel.
 
-    ``title`` and a ``str`` ``body`` hold data (session keys, commands): they are shown as
-    plain text, never parsed as markup, with every control character made visible."""
+    ``title`` and a ``str`` ``body`` hold data (session keys, commands): they are shown
+    redacted, as plain text, never parsed as markup, with every control character made
+    visible."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Yes"), Binding("n", "answer(False)", "No"),
@@ -47,8 +49,8 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def __init__(self, title: str, body: str | Text, confirm_label: str = "Yes") -> None:
         super().__init__()
-        self.title_text = plain(title)
-        self.body = body if isinstance(body, Text) else Text(printable(body,
+        self.title_text = plain(redact_text(title))
+        self.body = body if isinstance(body, Text) else Text(printable(redact_text(body),
                                                                      keep_newlines=True))
         self.confirm_label = confirm_label
         self.cancel_button = Button("Cancel (n)", variant="primary", id="no")
