@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from monitor.display import printable
 from monitor.records import ActionRecord, FindingRecord, Record
-from monitor.redaction import REDACT_SLACK, redact_text
+from monitor.redaction import redacted_start
 from monitor.snapshot import STATES, SnapshotBuilder
 
 LEVEL_VALUE = {"warning": 1, "critical": 2}
@@ -43,11 +43,8 @@ DEFAULT_LOOKBACK_SECONDS = 900.0
 
 
 def label(value: object) -> str:
-    """A label value from data: redacted, printable, at most ``LABEL_CHARS`` characters.
-    Only the start it can show is redacted (plus ``REDACT_SLACK``, so a secret that starts
-    in view is masked whole)."""
-    text = "" if value is None else str(value)
-    text = printable(redact_text(text[:LABEL_CHARS + REDACT_SLACK]))
+    """A label value from data: redacted, printable, at most ``LABEL_CHARS`` characters."""
+    text = printable(redacted_start("" if value is None else str(value), LABEL_CHARS))
     return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
 
 

@@ -303,6 +303,13 @@ def shown_start(text: str, limit: int) -> str:
         size *= 4
 
 
+def redacted_start(text: str, limit: int) -> str:
+    """``text`` redacted as far as a view of ``limit`` characters can show it: its first
+    ``limit + REDACT_SLACK`` characters (a secret that starts in view is masked whole), its
+    whitespace kept (unlike ``shown_start``)."""
+    return redact_text(text[:limit + REDACT_SLACK])
+
+
 def _redact_list(items, redact_item) -> list:
     """Items of a list, each through ``redact_item``; in an argv list the item after a secret
     flag (``--token``, ``-u``) is masked whole."""

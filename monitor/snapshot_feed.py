@@ -8,7 +8,8 @@ freezing. History the monitor only counts (``Monitor.detect_since``: older than
 read, only its calls counted; a session's timeline is read from its transcripts when it is
 first looked at (``SnapshotFeed.load_history``).
 
-Headless, like the snapshot: every string kept for showing has been through ``printable``.
+Headless, like the snapshot: every string kept for showing has been redacted and made
+``printable``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ from monitor.events import (
     ToolCall,
     ToolResult,
 )
-from monitor.redaction import clip, format_arguments, redact, redact_text, shown_start
+from monitor.redaction import (
+    clip,
+    format_arguments,
+    redact,
+    redact_text,
+    redacted_start,
+    shown_start,
+)
 
 SLICE_EVENTS = 4000             # events released per step while a backlog drains
 LOG_LINES = 1000
@@ -264,7 +272,8 @@ class SnapshotFeed:
 
 
 def shown(text: str, limit: int = LABEL_CHARS) -> str:
-    """``text`` cut to ``limit`` characters (… marks a cut), made printable."""
+    """``text`` redacted, cut to ``limit`` characters (… marks a cut), made printable."""
+    text = redacted_start(text, limit)
     return printable(text if len(text) <= limit else text[: limit - 1] + "…")
 
 

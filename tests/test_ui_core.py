@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from test_ui_scenes import SECRET, START, FixedClock, run_first_scan, scene_config, write_world
 
 from monitor import redaction
-from monitor.demo.sim.scenarios import make_scenario
+from monitor.demo.sim.scenarios import Scenario, ScenarioEnv, ToolStep, make_scenario
 from monitor.demo.sim.session import FakeClock
 from monitor.demo.sim.simulator import Simulator
 from monitor.detect.engine import DetectionEngine
@@ -202,6 +202,34 @@ def test_timeline_repeats_use_the_engines_volatile_masked_key(tmp_path, engine):
     timeline = builder.build().focus.timeline
     assert len(timeline) == 6 and len({c.outcome for c in timeline}) == 6
     assert [c.repeats for c in timeline] == [False] + [engine] * 5
+
+
+def test_secrets_in_keys_agents_and_tool_names_are_redacted_on_the_board(tmp_path):
+    agent, token = "ops-sk-proj-" + "Z" * 30, "ghp_" + "B" * 36
+    tool = f"exec {SECRET}"
+
+    def steps(env: ScenarioEnv):
+        while True:
+            yield ToolStep(tool, {"command": "ls"}, "same")
+
+    sim = Simulator(tmp_path / "state", clock=FakeClock(START, tick=2.0), agent_id=agent)
+    sim.add_session(Scenario("leaky", "go", 1000, steps), key=f"agent:{agent}:hook:{token}")
+    sim.run(calls=12, rate=0)
+    sim.close()
+    monitor = Monitor(SourceSet(state_dir=str(tmp_path / "state")),
+                      DetectionEngine(scene_config()))
+    builder = SnapshotBuilder(monitor, FixedClock(START))
+    monitor.step()
+    builder.finish_scan()
+    builder.focus = next(iter(monitor.sessions))
+    snap = builder.build()
+    shown = [(row.label, row.agent) for row in snap.rows] + [
+        (call.tool,) for call in snap.focus.timeline] + [
+        (alert.tool or "",) for alert in snap.alerts] + [(snap.focus.label,)]
+    assert snap.focus.timeline and snap.alerts
+    assert not any(secret in text for texts in shown for text in texts
+                   for secret in (agent, token, SECRET))
+    assert snap.focus.timeline[0].tool == f"exec {REDACTED}"
 
 
 def test_history_findings_become_acknowledged_alerts(world):

@@ -29,7 +29,7 @@ from monitor.ui.panes.board import SessionsBoard
 from monitor.ui.panes.gatewaylog import LogView
 from monitor.ui.panes.side import StreaksPane
 from monitor.ui.panes.status import StatusLine
-from monitor.ui.screens.detail import DetailScreen, TimelineTable
+from monitor.ui.screens.detail import DetailScreen, DetailSummary, TimelineTable
 from monitor.ui.screens.dialogs import ConfirmScreen, HelpScreen
 from monitor.ui.themes import REPO_THEMES
 
@@ -101,6 +101,27 @@ async def test_enter_opens_the_timeline_with_secrets_redacted(scene):
         assert app.view.board_filter == "all" and app.view.search == ""
         await pilot.press("escape")
         assert not isinstance(app.screen, DetailScreen)
+
+
+async def test_a_session_key_holding_a_token_is_shown_redacted(tmp_path):
+    token = "ghp_" + "Bq7" * 12
+    world = write_world("token-key", (("hammer", f"agent:main:hook:{token}", 25),),
+                        root=tmp_path)
+    try:
+        app = open_app(world)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            alerts = app.query_one(AlertsPane)
+            await wait_for(pilot, lambda: alerts.rows)
+            shown = [alerts.cell(key, "session")[0] for key, _ in alerts.rows]
+            shown.append(app.query_one(SessionsBoard).cell(app.view.selected, "session")[0])
+            await pilot.press("enter")
+            summary = app.screen.query_one(DetailSummary)
+            await wait_for(pilot, lambda: str(summary.content))
+            shown.append(str(summary.content))
+        assert all("«redacted»" in text and token[-8:] not in text for text in shown), shown
+    finally:
+        world.sim.close()
 
 
 async def test_search_highlights_matches_and_n_and_N_move(scene):

@@ -12,6 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header
 
 from monitor.display import printable
+from monitor.redaction import redact_text
 from monitor.snapshot import Snapshot, TimelineEntry
 from monitor.ui.panes.base import PaneStatic, set_title
 from monitor.ui.panes.rows import RowsView
@@ -35,7 +36,8 @@ class DetailSummary(PaneStatic):
             self.put(Text("the session is no longer on the board", style=palette.muted))
             return
         text = Text()
-        text.append(printable(row.key), style=palette.style("text-primary", bold=True))
+        text.append(printable(redact_text(row.key)),
+                    style=palette.style("text-primary", bold=True))
         text.append(f"  {row.state}", style=palette.state(row.state))
         text.append(printable(
             f"  agent {row.agent} · model {row.model or '-'} · {row.tool_calls} calls · "
