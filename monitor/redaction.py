@@ -490,8 +490,7 @@ KEPT_NAME_CHARS = 1000
 
 
 def bounded(text: str | None, limit: int = KEPT_NAME_CHARS) -> str | None:
-    """``text``, or when it is longer than ``limit`` its start redacted, then cut
-    (``shown_start``, ``clip``): a secret at the cut is masked whole before it is cut."""
+    """``text``, or when it is longer than ``limit``, ``clip_redacted`` of it."""
     if text is None or len(text) <= limit:
         return text
-    return clip(redact_text(shown_start(text, limit)), limit)
+    return clip_redacted(text, limit)
