@@ -70,6 +70,8 @@ def test_a_stopping_step_is_small_and_loses_nothing(tmp_path, monkeypatch, era):
     whole = read_all(SourceSet(state_dir=state_dir))
     monkeypatch.setattr(sourceset, "STOPPING_POLL_BUDGET_BYTES", 16 * 1024)
     sources = SourceSet(state_dir=state_dir)
+    for source in sources.sources:      # a normal step that cannot take the whole dir either
+        source.poll_budget_bytes = 256 * 1024
     first = sources.poll()
     normal = sources.poll()
     sources.note_stopping()
