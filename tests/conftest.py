@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 from test_act_processes import FakeGatewayTree
+from test_cli_agents_process import FakeClis
 
 GENERATED_BAD_TRANSCRIPTS = 8
 pytest_plugins = ["teardown_on_sigterm"]
@@ -43,6 +44,15 @@ def tree_factory(tmp_path):
     yield make
     for tree in trees:
         tree.close()
+
+
+@pytest.fixture
+def clis(tmp_path):
+    """Fake Claude Code / Codex CLI processes (tests/test_cli_agents_process.py), all ended
+    afterwards."""
+    factory = FakeClis(tmp_path)
+    yield factory
+    factory.close()
 
 
 @pytest.fixture

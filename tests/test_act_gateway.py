@@ -18,6 +18,7 @@ import threading
 import time
 
 import pytest
+from test_cli_agents_process import wait_for
 
 from monitor.act.cli_stop import stop_main
 from monitor.act.gateway import (
@@ -322,6 +323,44 @@ def test_each_fault_is_a_clear_error_in_bounded_time(fake_gateway, behaviour, er
     assert token not in message
     if not error.retryable:
         assert "attempts" not in message, "auth failures must not be retried"
+
+
+STALLS = [
+    # (behaviour, what shows the call is waiting there)
+    ("stall-http", lambda gateway: gateway.connections),
+    ("stall-challenge", lambda gateway: gateway.connections),
+    ("stall-call", lambda gateway: ("chat.abort", {"sessionKey": "agent:main:loop"})
+     in gateway.requests),
+]
+
+
+@pytest.mark.parametrize(("behaviour", "waiting"), STALLS, ids=[s[0] for s in STALLS])
+def test_close_from_another_thread_ends_a_stalled_call_at_once(fake_gateway, behaviour,
+                                                               waiting):
+    """What ``watch`` and ``clawwatch stop`` do when told to stop while a call waits (in
+    the WebSocket handshake, for the challenge, for the response): the call fails within
+    moments, though its time-outs allow minutes, and no later call is made."""
+    gateway = fake_gateway(behaviour)
+    client = GatewayClient(gateway.url, TOKEN, connect_timeout=60, call_timeout=60)
+    failures: list[Exception] = []
+
+    def call() -> None:
+        try:
+            client.chat_abort("agent:main:loop")
+        except GatewayUnavailable as exc:
+            failures.append(exc)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    wait_for(lambda: waiting(gateway), f"the call to wait ({behaviour})")
+    started = time.monotonic()
+    client.close()
+    caller.join(timeout=10)
+    assert not caller.is_alive() and time.monotonic() - started < 0.5
+    assert "cancelled: clawwatch is stopping" in str(failures[0])
+    with pytest.raises(GatewayUnavailable, match="cancelled"):
+        client.sessions_list()
+    assert gateway.connections == 1
 
 
 def test_auth_failure_is_not_retried(fake_gateway):

@@ -38,13 +38,6 @@ REPO = Path(__file__).resolve().parents[1]
 SECRET = "sk-ant-api03-" + "q" * 40
 
 
-@pytest.fixture
-def clis(tmp_path):
-    factory = FakeClis(tmp_path)
-    yield factory
-    factory.close()
-
-
 def untouched(fake: Fake) -> bool:
     """No signal reached the CLI, and it and its tool group still run (the group's ``sleep``
     is a new process every second, so the group is checked, not the pids first seen)."""

@@ -211,13 +211,6 @@ class FakeClis:
             fake.popen.wait(5)
 
 
-@pytest.fixture
-def clis(tmp_path):
-    factory = FakeClis(tmp_path)
-    yield factory
-    factory.close()
-
-
 def untouched(fake: Fake) -> bool:
     return (fake.received() == [] and alive(fake.pid)
             and all(alive(pid) for pid in fake.tool_members))

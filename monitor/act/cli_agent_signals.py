@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass
 
 import psutil
 
 from monitor.act.cli_agents import CliSession, session_cwd
+from monitor.act.cli_freeze import freeze, thaw
 from monitor.act.cli_processes import (
     argv_of,
     looks_like_cli,
@@ -40,6 +42,7 @@ from monitor.act.cli_processes import (
     tool_command,
 )
 from monitor.act.processes import (
+    POLL_SECONDS,
     KillOutcome,
     KillRefused,
     ProcessGone,
@@ -149,13 +152,16 @@ def stop_cli(session: CliSession, target: tuple[int, float]) -> KillOutcome:
     return KillOutcome(pid, True, f"sent SIGINT to the {session.source} CLI (pid {pid})", [pid])
 
 
-def wait_exit(target: tuple[int, float], timeout: float) -> bool:
-    """Whether that exact process has ended within ``timeout`` seconds (polled)."""
+def wait_exit(target: tuple[int, float], timeout: float,
+              stopping: threading.Event | None = None) -> bool:
+    """Whether that exact process has ended within ``timeout`` seconds (polled); the wait
+    ends early when ``stopping`` is set."""
     deadline = time.monotonic() + timeout
+    stopping = stopping or threading.Event()
     while is_alive(*target):
-        if time.monotonic() >= deadline:
+        if time.monotonic() >= deadline or stopping.is_set():
             return False
-        time.sleep(0.05)
+        stopping.wait(POLL_SECONDS)
     return True
 
 
@@ -201,10 +207,10 @@ def _ended_by_itself(group: ToolGroup) -> bool:
 
 
 def kill_group(cli: psutil.Process, group: ToolGroup, session: CliSession, *,
-               grace: float = 3.0) -> KillOutcome:
-    """SIGTERM the tool group, SIGKILL what outlives ``grace``, and verify none is left. A
-    group that ended between being listed and now (a short tool call) is an ok outcome
-    that signalled nothing."""
+               grace: float = 3.0, stopping: threading.Event | None = None) -> KillOutcome:
+    """SIGTERM the tool group, SIGKILL what outlives ``grace`` (at once when ``stopping`` is
+    set), and verify none is left. A group that ended between being listed and now (a
+    short tool call) is an ok outcome that signalled nothing."""
     if _ended_by_itself(group):
         return KillOutcome(group.pid, True, f"tool group {group.pid} had ended by itself "
                                             f"({group.command})")
@@ -215,11 +221,12 @@ def kill_group(cli: psutil.Process, group: ToolGroup, session: CliSession, *,
     members = group_snapshot(group.pid)
     signalled = sorted(proc.pid for proc in members)
     signal_group(group.pid, members, signal.SIGTERM)
-    alive = kill_stragglers(members, grace=grace)     # SIGTERM each, then SIGKILL
+    alive = kill_stragglers(members, grace=grace, stopping=stopping)  # SIGTERM, SIGKILL
     late = [proc for proc in group_snapshot(group.pid) if proc not in members]
     if late:                                          # forked before the group signal landed
         signalled = sorted({*signalled, *(proc.pid for proc in late)})
-        alive = sorted({*alive, *kill_stragglers(late, grace=min(grace, 1.0))})
+        alive = sorted({*alive, *kill_stragglers(late, grace=min(grace, 1.0),
+                                                 stopping=stopping)})
     if alive:
         return KillOutcome(group.pid, False, f"still alive after SIGKILL: {alive}", signalled)
     return KillOutcome(group.pid, True, f"killed tool group {group.pid} "
@@ -228,42 +235,38 @@ def kill_group(cli: psutil.Process, group: ToolGroup, session: CliSession, *,
 
 
 def kill_tools(session: CliSession, target: tuple[int, float], *, grace: float = 3.0,
-               include_cli: bool = False) -> list[KillOutcome]:
+               include_cli: bool = False, stopping: threading.Event | None = None
+               ) -> list[KillOutcome]:
     """Kill every tool group of the CLI ``target``; then the CLI itself if ``include_cli``.
     One outcome per group (and one for the CLI); a refused CLI gives one refused outcome.
+    Once ``stopping`` is set no grace is waited for: what SIGTERM did not end gets SIGKILL.
 
-    With ``include_cli`` the CLI is frozen (SIGSTOP) first, so it cannot start another tool
-    between its groups being killed and its own end (that tool would outlive it)."""
+    With ``include_cli`` the CLI is frozen (SIGSTOP, ``cli_freeze``) first, so it cannot
+    start another tool between its groups being killed and its own end (that tool would
+    outlive it)."""
     try:
         cli = verify_cli(session, target)
         if include_cli:
-            cli.send_signal(signal.SIGSTOP)
+            freeze(cli)
     except KillRefused as exc:
         return [KillOutcome(target[0], False, f"refused: {exc}")]
     except psutil.Error as exc:
         return [KillOutcome(target[0], False, f"refused: pid {target[0]}: {exc}")]
     try:
-        outcomes = [kill_group(cli, group, session, grace=grace)
+        outcomes = [kill_group(cli, group, session, grace=grace, stopping=stopping)
                     for group in tool_groups(session, target)]
         if include_cli:
-            outcomes.append(terminate_cli(session, target, grace=grace))
+            outcomes.append(terminate_cli(session, target, grace=grace, stopping=stopping))
     finally:
         if include_cli:
-            _resume(cli)
+            thaw(cli)
     return outcomes
 
 
-def _resume(proc: psutil.Process) -> None:
-    try:
-        proc.send_signal(signal.SIGCONT)
-    except psutil.Error:
-        pass
-
-
 def terminate_cli(session: CliSession, target: tuple[int, float], *,
-                  grace: float = 3.0) -> KillOutcome:
+                  grace: float = 3.0, stopping: threading.Event | None = None) -> KillOutcome:
     """SIGTERM the CLI process (after ``verify_cli``; SIGCONT too, so a stopped one can act
-    on it), SIGKILL it after ``grace``."""
+    on it), SIGKILL it after ``grace`` (at once when ``stopping`` is set)."""
     pid = target[0]
     try:
         proc = verify_cli(session, target)
@@ -272,8 +275,11 @@ def terminate_cli(session: CliSession, target: tuple[int, float], *,
         return KillOutcome(pid, False, f"refused: {exc}")
     except psutil.Error as exc:
         return KillOutcome(pid, False, f"refused: pid {pid}: {exc}")
-    _resume(proc)
-    alive = finish_off([proc], grace=grace)
+    try:
+        proc.send_signal(signal.SIGCONT)
+    except psutil.Error:
+        pass
+    alive = finish_off([proc], grace=grace, stopping=stopping)
     if alive:
         return KillOutcome(pid, False, f"the CLI (pid {pid}) is still alive after SIGKILL",
                            [pid])

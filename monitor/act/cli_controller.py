@@ -14,6 +14,9 @@ evidence that agrees) and signals it (``cli_agent_signals``), behind the same in
   ``include_cli`` (or ``kill_cli=True``) the CLI itself is ended instead (SIGTERM, SIGKILL).
 * ``kill_candidates(key)``: the CLI's tool groups (what ``kill`` ends); when the evidence
   does not name one CLI process, the candidates, marked ambiguous (left alone).
+* ``cancel()`` (clawwatch is stopping; any thread): a kill under way waits for no grace
+  any more (what SIGTERM did not end gets SIGKILL at once) and resumes its CLI; no wait
+  for a CLI to exit goes on.
 
 When the evidence is ambiguous (several CLIs tied to the session, several untied in its cwd,
 a transcript found twice, …) nothing is signalled: the result is not ok, its detail says
@@ -30,6 +33,7 @@ import glob
 import os
 import re
 import signal
+import threading
 from collections.abc import Iterable, Mapping
 
 import psutil
@@ -37,6 +41,7 @@ import psutil
 from monitor.act import cli_agent_signals as sig
 from monitor.act.api import ActionKind, ActionResult, ProcessInfo
 from monitor.act.cli_agents import SOURCES, CliSession, Lookup, find_cli
+from monitor.act.cli_freeze import freeze, thaw
 from monitor.act.processes import KillOutcome, KillRefused, group_snapshot, kill_stragglers
 from monitor.redaction import clip_redacted, redact_text
 
@@ -152,6 +157,7 @@ class CliAgentController:
         self.kill_grace = kill_grace
         self.confirm_seconds = confirm_seconds
         self.kill_cli = kill_cli
+        self.stopping = threading.Event()
 
     # ------------------------------------------------------------------ finding
 
@@ -191,10 +197,7 @@ class CliAgentController:
         if not outcome.ok:
             return ActionResult(session_key, method, False, redact_text(outcome.detail),
                                 trigger)
-        ended = sig.wait_exit(target, self.confirm_seconds)
-        after = ("it exited" if ended else
-                 f"still running after {self.confirm_seconds:g} s (an interactive session "
-                 "interrupts its turn)")
+        after = self._exit_note(sig.wait_exit(target, self.confirm_seconds, self.stopping))
         return ActionResult(session_key, method, True,
                             redact_text(f"{outcome.detail}; {after}; found by {lookup.reason}"),
                             trigger, tuple(outcome.signalled))
@@ -225,11 +228,11 @@ class CliAgentController:
         snapshots = [proc for group in groups for proc in group_snapshot(group.pid)]
         if include_cli:
             outcomes = sig.kill_tools(session, target, grace=self.kill_grace,
-                                      include_cli=True)
+                                      include_cli=True, stopping=self.stopping)
             ended = None
         else:
             outcomes, ended = self._kill_tools_then_interrupt(session, target)
-        leftovers = kill_stragglers(snapshots, grace=self.kill_grace)
+        leftovers = kill_stragglers(snapshots, grace=self.kill_grace, stopping=self.stopping)
         failed = [o for o in outcomes if not o.ok]
         pids = sorted({proc.pid for proc in snapshots}
                       | {pid for o in outcomes for pid in o.signalled})
@@ -239,10 +242,7 @@ class CliAgentController:
                  f"{killed} tool group(s) killed, {len(tools) - killed} ended by themselves"]
         parts += [o.detail for o in outcomes if o.ok and o.pid == target[0]]
         if ended is not None:
-            parts.append("sent SIGINT to the CLI; " + (
-                "it exited" if ended else
-                f"still running after {self.confirm_seconds:g} s (an interactive session "
-                "interrupts its turn)"))
+            parts.append("sent SIGINT to the CLI; " + self._exit_note(ended))
         parts += [o.detail for o in failed]
         if leftovers:
             parts.append(f"still alive: {leftovers}")
@@ -250,20 +250,30 @@ class CliAgentController:
         return ActionResult(session_key, "kill", ok, redact_text("; ".join(parts)), trigger,
                             tuple(pids))
 
+    def _exit_note(self, ended: bool) -> str:
+        """What became of the CLI after its SIGINT."""
+        if ended:
+            return "it exited"
+        if self.stopping.is_set():
+            return "its exit was not waited for (clawwatch is stopping)"
+        return (f"still running after {self.confirm_seconds:g} s (an interactive session "
+                "interrupts its turn)")
+
     def _kill_tools_then_interrupt(self, session: CliSession, target: tuple[int, float]
                                    ) -> tuple[list[KillOutcome], bool | None]:
         """Freeze the CLI, kill its tool groups, queue SIGINT, resume it: it cannot start
         another tool in between, and handles the interrupt as soon as it runs again."""
         try:
             cli = sig.verify_cli(session, target)
-            cli.send_signal(signal.SIGSTOP)
+            freeze(cli)
         except KillRefused as exc:
             return [KillOutcome(target[0], False, f"refused: {exc}")], None
         except psutil.Error as exc:
             return [KillOutcome(target[0], False, f"refused: pid {target[0]}: {exc}")], None
         interrupted = False
         try:
-            outcomes = [sig.kill_group(cli, group, session, grace=self.kill_grace)
+            outcomes = [sig.kill_group(cli, group, session, grace=self.kill_grace,
+                                       stopping=self.stopping)
                         for group in sig.tool_groups(session, target)]
             try:
                 sig.verify_cli(session, target)
@@ -272,16 +282,18 @@ class CliAgentController:
             except (KillRefused, psutil.Error) as exc:
                 outcomes.append(KillOutcome(target[0], False, f"no SIGINT to the CLI: {exc}"))
         finally:
-            try:
-                cli.send_signal(signal.SIGCONT)
-            except psutil.Error:
-                pass
+            thaw(cli)
         if not interrupted:
             return outcomes, None
-        return outcomes, sig.wait_exit(target, self.confirm_seconds)
+        return outcomes, sig.wait_exit(target, self.confirm_seconds, self.stopping)
+
+    def cancel(self) -> None:
+        """clawwatch is stopping: an action under way finishes without waiting (see the
+        module docstring)."""
+        self.stopping.set()
 
     def close(self) -> None:
-        pass
+        self.cancel()
 
 
 class RoutingController:
@@ -308,6 +320,13 @@ class RoutingController:
 
     def kill(self, session_key: str, *, trigger: str | None = None, **options) -> ActionResult:
         return self.for_key(session_key).kill(session_key, trigger=trigger, **options)
+
+    def cancel(self) -> None:
+        """Both controllers' ``cancel`` (the gateway's when it has one)."""
+        self.cli.cancel()
+        cancel_gateway = getattr(self.gateway, "cancel", None)
+        if cancel_gateway is not None:
+            cancel_gateway()
 
     def close(self) -> None:
         try:

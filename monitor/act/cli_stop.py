@@ -13,14 +13,24 @@ session's CLI process is found and signalled (``monitor.act.cli_controller``): s
 SIGINT, ``--kill`` ends its tool process groups, then SIGINT. The transcript is looked for
 under ``--claude-dir`` / ``--codex-dir`` when given, else the default dirs. When the
 evidence does not name one process, nothing is signalled and the exit code is 1.
+
+SIGTERM, SIGINT or SIGHUP while the action runs cancel it rather than abandon it half-way
+(``_act_until_stopped``): a gateway call ends, a kill's grace is over (what SIGTERM did not
+end gets SIGKILL at once), a frozen CLI is resumed, and the command ends within 2 s with
+the outcome so far.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from collections.abc import Callable
 
+from monitor.act.api import ActionResult
 from monitor.act.audit import AuditLog, now_iso
 from monitor.act.cli_controller import CliAgentController, split_key
+from monitor.act.cli_freeze import thaw_all
 from monitor.act.controller import GatewayActionController
 from monitor.config import ConfigError, load_config
 from monitor.discovery import discover
@@ -28,6 +38,9 @@ from monitor.display import json_dumps, printable
 from monitor.redaction import redact_record, redact_text
 
 METHODS = ("abort", "stop-text", "cli")
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: How long a cancelled action may take to finish before the command ends without it.
+CANCEL_WAIT_SECONDS = 1.5
 
 
 def stop_main(args, *, out=None, err=None, env=None) -> int:
@@ -72,13 +85,15 @@ def stop_main(args, *, out=None, err=None, env=None) -> int:
     action = "kill" if getattr(args, "kill", False) else method
     base = {"key": key, "action": action, "mode": "manual", "trigger": None}
     audit.append({"event": "attempt", **base, "method": method})
+    perform = controller.kill if action == "kill" else controller.stop
     try:
-        if action == "kill":
-            result = controller.kill(key, method=method)
-        else:
-            result = controller.stop(key, method=method)
+        result = _act_until_stopped(controller, lambda: perform(key, method=method))
     finally:
         controller.close()
+        thaw_all()
+    if result is None:
+        result = ActionResult(key, action, False, "clawwatch was stopped before the action "
+                              f"ended (it was cancelled, then given {CANCEL_WAIT_SECONDS:g} s)")
     audit.append({"event": "result", **base, "method": method, "ok": result.ok,
                   "detail": result.detail, "pids": list(result.pids),
                   "ambiguous": [info.as_record() for info in result.ambiguous],
@@ -98,6 +113,49 @@ def stop_main(args, *, out=None, err=None, env=None) -> int:
     if audit.last_error:
         print(printable(f"clawwatch stop: warning: {audit.last_error}"), file=err)
     return 0 if result.ok else 1
+
+
+class _StopSignal(Exception):
+    """A stop signal arrived while the action ran."""
+
+
+def _act_until_stopped(controller, act: Callable[[], ActionResult]) -> ActionResult | None:
+    """``act()`` on a worker thread; a stop signal (in the main thread) cancels it
+    (``controller.cancel``) and waits ``CANCEL_WAIT_SECONDS`` more for it. Its result, or
+    None when it did not end by then; what it raised is raised here."""
+    outcome: list[ActionResult | Exception] = []
+    ended = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append(act())
+        except Exception as exc:
+            outcome.append(exc)
+        finally:
+            ended.set()
+
+    def on_signal(signum, frame) -> None:
+        raise _StopSignal(signum)
+
+    worker = threading.Thread(target=run, name="clawwatch-stop", daemon=True)
+    previous = {}
+    try:
+        if threading.current_thread() is threading.main_thread():
+            for signum in STOP_SIGNALS:
+                previous[signum] = signal.signal(signum, on_signal)
+        worker.start()
+        ended.wait()
+    except _StopSignal:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+        controller.cancel()
+        ended.wait(CANCEL_WAIT_SECONDS if worker.is_alive() else 0)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if outcome and isinstance(outcome[0], Exception):
+        raise outcome[0]
+    return outcome[0] if outcome else None
 
 
 def _setup_problem(controller: GatewayActionController, method: str, found) -> str | None:

@@ -13,6 +13,9 @@
   the session's (see ``monitor.act.evidence``), then those whose evidence names this
   session and another (``ambiguous``, with the reasons): ``kill`` never touches those, and
   says so in its result (``ActionResult.ambiguous``, the detail text).
+* ``cancel()`` (clawwatch is stopping; any thread): the gateway call in flight ends, no
+  wait goes on (for evidence, a run's end, a grace period), and a kill under way SIGKILLs
+  at once what SIGTERM did not end.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ ATTRIBUTION_WAIT_SECONDS = 3.0   # a transcript row can land after its exec shel
 ATTRIBUTION_RETRY_SECONDS = 0.25
 CLI_TIMEOUT = 30.0
 MAX_SUBSCRIPTIONS = 1000
+LISTENER_CLOSE_SECONDS = 0.5    # its call was cancelled: it ends at once
 
 
 class GatewayActionController:
@@ -78,6 +82,7 @@ class GatewayActionController:
         self.kill_grace = kill_grace
         self.confirm_seconds = confirm_seconds
         self.listen_error: str | None = None
+        self.stopping = threading.Event()
         self._stop_listening = threading.Event()
         self._listener: threading.Thread | None = None
 
@@ -274,9 +279,9 @@ class GatewayActionController:
             if not pt.is_alive(shell.pid, shell.create_time):
                 continue
             outcomes.append(pt.kill_shell(shell.pid, shell.create_time, gateway,
-                                          grace=self.kill_grace))
+                                          grace=self.kill_grace, stopping=self.stopping))
         leftovers = pt.kill_stragglers([proc for procs in snapshots.values() for proc in procs],
-                                       grace=self.kill_grace)
+                                       grace=self.kill_grace, stopping=self.stopping)
         failed = [o for o in outcomes if not o.ok and not o.gone]
         pids = sorted({pid for procs in snapshots.values() for pid in (p.pid for p in procs)}
                       | {pid for o in outcomes for pid in o.signalled})
@@ -323,16 +328,27 @@ class GatewayActionController:
         deadline = time.monotonic() + ATTRIBUTION_WAIT_SECONDS
         while True:
             owned, unproven, ambiguous = self._owned_and_unproven(session_key, gateway)
-            if owned or not unproven or time.monotonic() >= deadline:
+            if owned or not unproven or time.monotonic() >= deadline \
+                    or self.stopping.wait(ATTRIBUTION_RETRY_SECONDS):
                 return owned, unproven, ambiguous
-            time.sleep(ATTRIBUTION_RETRY_SECONDS)
+
+    def cancel(self) -> None:
+        """clawwatch is stopping: an action under way finishes without waiting (see the
+        module docstring)."""
+        self._end_waits()
+        self.client.cancel()
 
     def close(self) -> None:
-        self._stop_listening.set()
+        self._end_waits()
         self.client.close()
         if self._listener is not None:
-            self._listener.join(timeout=2.0)
+            self._listener.join(timeout=LISTENER_CLOSE_SECONDS)
             self._listener = None
+
+    def _end_waits(self) -> None:
+        self.stopping.set()
+        self._stop_listening.set()
+        self.tracker.end_waits()
 
 
 def _ambiguous(shell: pt.ExecShell, reasons: tuple[str, ...]) -> ProcessInfo:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI, WebSocketException
+from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as ws_connect
 
 from monitor import __version__, untrusted_json
@@ -40,6 +41,7 @@ PROTOCOL = 4
 _CONNECT_TAKES_PROXY = "proxy" in inspect.signature(ws_connect).parameters
 OPERATOR_SCOPES = ("operator.read", "operator.write", "operator.admin")
 MAX_FRAME_BYTES = 64 * 1024 * 1024
+CANCELLED = "cancelled: clawwatch is stopping"
 
 
 class GatewayError(Exception):
@@ -156,6 +158,7 @@ class GatewayConnection:
         self._responses: dict[str, dict] = {}
         self._failure: GatewayError | None = None
         self._reader: threading.Thread | None = None
+        self._socket_owner: ClientConnection | None = None
 
     @property
     def closed(self) -> bool:
@@ -170,6 +173,7 @@ class GatewayConnection:
                    "max_size": MAX_FRAME_BYTES, "user_agent_header": f"clawwatch/{__version__}"}
         if _CONNECT_TAKES_PROXY:
             options["proxy"] = None  # a loopback gateway must not go through $HTTPS_PROXY
+        options["create_connection"] = self._new_socket_owner
         try:
             self._ws = ws_connect(self.url, **options).__enter__()
         except InvalidURI as exc:
@@ -195,6 +199,15 @@ class GatewayConnection:
             self.close()
             raise
         return self.hello
+
+    def _new_socket_owner(self, *args: Any, **kwargs: Any) -> ClientConnection:
+        """websockets' connection object, made as soon as the TCP connection is: kept so
+        that ``abort`` can close its socket during the WebSocket handshake too."""
+        owner = ClientConnection(*args, **kwargs)
+        self._socket_owner = owner
+        if self._failure is not None:       # aborted while the TCP connection was made
+            owner.close_socket()
+        return owner
 
     def _handshake(self) -> None:
         try:
@@ -309,6 +322,16 @@ class GatewayConnection:
         except Exception:
             pass
 
+    def abort(self, reason: str) -> None:
+        """End the connection now, from any thread: a ``call`` waiting on it raises, an
+        ``open`` in progress fails (``reason`` is the error either gives)."""
+        with self._cond:
+            self._failure = self._failure or GatewayUnavailable(reason)
+            self._cond.notify_all()
+        owner = self._socket_owner
+        if owner is not None:
+            owner.close_socket()
+
     def close(self) -> None:
         with self._cond:
             healthy = self._failure is None
@@ -337,13 +360,16 @@ class GatewayClient:
     """Calls with reconnection: bounded attempts, exponential backoff, one shared connection.
 
     The worst case of ``call`` is about ``attempts * (connect_timeout + call timeout)`` plus
-    the backoff sleeps; thread-safe (calls are serialised).
+    the backoff sleeps; thread-safe (calls are serialised). ``cancel`` (or ``close``, from
+    any thread) ends a call in flight within moments, whatever it waits for (the WebSocket
+    handshake, a response, the backoff; a TCP connect still pending ends at its time-out),
+    and fails every later one.
     """
 
     def __init__(self, url: str | None, token: str | None, *, connect_timeout: float = 5.0,
                  call_timeout: float = 5.0, attempts: int = 3, backoff: float = 0.25,
-                 max_backoff: float = 2.0, on_event: Callable[[dict], None] | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 max_backoff: float = 2.0, on_event: Callable[[dict], None] | None = None
+                 ) -> None:
         self.url = url or ""
         self.token = token
         register_url_secrets(self.url)
@@ -354,9 +380,9 @@ class GatewayClient:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.on_event = on_event
-        self._sleep = sleep
         self._lock = threading.RLock()
         self._conn: GatewayConnection | None = None
+        self._cancelled = threading.Event()
         self.last_error: str | None = None
 
     def connection(self) -> GatewayConnection:
@@ -368,9 +394,18 @@ class GatewayClient:
                     self._conn = None
                 conn = GatewayConnection(self.url, self.token, timeout=self.connect_timeout,
                                          on_event=self.on_event)
-                conn.open()
-                self._conn = conn
+                self._conn = conn               # reachable by ``cancel`` while it opens
+                try:
+                    self._raise_if_cancelled()
+                    conn.open()
+                except GatewayError:
+                    self._conn = None
+                    raise
             return self._conn
+
+    def _raise_if_cancelled(self) -> None:
+        if self._cancelled.is_set():
+            raise GatewayUnavailable(CANCELLED)
 
     def call(self, method: str, params: dict | None = None, *, timeout: float | None = None,
              attempts: int | None = None) -> Any:
@@ -379,9 +414,12 @@ class GatewayClient:
         with self._lock:
             for attempt in range(1, attempts + 1):
                 try:
+                    self._raise_if_cancelled()
                     return self.connection().call(method, params, timeout=timeout
                                                   or self.call_timeout)
                 except GatewayError as exc:
+                    if self._cancelled.is_set():
+                        raise GatewayUnavailable(f"{method}: {CANCELLED}") from None
                     self.last_error = redact(str(exc), self.token)
                     if isinstance(exc, GatewayRpcError) and not exc.retryable:
                         raise
@@ -393,7 +431,8 @@ class GatewayClient:
                             raise type(exc)(f"{exc} (after {attempt} attempts)",
                                             code=exc.code) from None
                         raise
-                self._sleep(delay)
+                if self._cancelled.wait(delay):
+                    raise GatewayUnavailable(f"{method}: {CANCELLED}")
                 delay = min(delay * 2, self.max_backoff)
         raise AssertionError("unreachable")
 
@@ -425,8 +464,24 @@ class GatewayClient:
                   "idempotencyKey": f"clawwatch-stop-{uuid.uuid4()}"}
         return self.call("chat.send", params) or {}
 
+    def cancel(self) -> None:
+        """End the call in flight (its connection is aborted) and fail every later one;
+        never waits for the call, so any thread may use it."""
+        self._cancelled.set()
+        conn = self._conn
+        if conn is not None:
+            conn.abort(CANCELLED)
+
     def close(self) -> None:
-        with self._lock:
+        """Close the connection: politely when no call is in flight, else by ``cancel``;
+        no call is made afterwards."""
+        self._cancelled.set()
+        if not self._lock.acquire(blocking=False):
+            self.cancel()
+            return
+        try:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+        finally:
+            self._lock.release()

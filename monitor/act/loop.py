@@ -20,7 +20,7 @@ from monitor.act.audit import AuditedController, AuditLog, now_iso
 from monitor.act.cli_controller import is_cli_key, routed
 from monitor.act.controller import GatewayActionController
 from monitor.act.hung import HungProcessWatcher
-from monitor.act.policy import ActionPolicy
+from monitor.act.policy import CLOSE_WAIT_SECONDS, ActionPolicy
 from monitor.act.webhooks import WebhookNotifier
 from monitor.records import ActionRecord, ErrorRecord, FindingRecord, Record
 
@@ -70,8 +70,10 @@ class ActionLoop:
                 emit(extra)
         return emit_with_actions
 
-    def close(self, timeout: float = 10.0) -> list[ActionRecord]:
-        """Finish running actions and queued webhooks (bounded); returns the last records."""
+    def close(self, timeout: float = CLOSE_WAIT_SECONDS) -> list[ActionRecord]:
+        """Stop acting (``ActionPolicy.close``: queued actions dropped, the running one
+        cancelled and waited for up to ``timeout``), deliver queued webhooks (bounded);
+        returns the last records."""
         self.policy.close(timeout)
         last = self.policy.drain()
         if self.notifier is not None:

@@ -19,6 +19,12 @@ with ``dry_run: true``, ``ok: false``, and an audit entry); ``auto`` acts on a w
 thread, so the live loop never waits for the gateway. A session is acted on at most
 once per ``cooldown_seconds``; at most ``max_actions_per_hour`` actions are taken in
 any hour (across sessions). What is held back is written to the audit log only.
+
+``close`` is how clawwatch stops acting (a stop signal, the end of ``watch``, the dashboard
+quitting): queued actions are dropped (a ``dropped`` audit entry and a failed action
+record each), the one running is cancelled (``controller.cancel``: its gateway call ends, a
+kill SIGKILLs at once what SIGTERM did not end and resumes a CLI it froze), and it is
+waited for only ``CLOSE_WAIT_SECONDS``, so clawwatch ends within 2 s of a stop signal.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from monitor.detect.findings import BUDGET_DETECTORS, LOOP_DETECTORS
 from monitor.records import ActionRecord, FindingRecord, Record
 
 LEVELS = ("warning", "critical")
+CLOSE_WAIT_SECONDS = 1.0
+DROPPED = "dropped: clawwatch stopped before this action ran"
 
 
 @dataclass(frozen=True)
@@ -230,8 +238,30 @@ class ActionPolicy:
         with self._idle:
             return self._idle.wait_for(lambda: self._busy <= 0, timeout)
 
-    def close(self, timeout: float = 10.0) -> None:
-        """Let running actions finish (bounded), then stop the worker."""
+    def close(self, timeout: float = CLOSE_WAIT_SECONDS) -> None:
+        """Drop the queued actions, cancel the running one and wait up to ``timeout`` for it,
+        then stop the worker (see the module docstring)."""
+        self._drop_queued()
+        cancel = getattr(self.controller, "cancel", None)
+        if cancel is not None:
+            cancel()
         self.wait_idle(timeout)
         self._jobs.put(None)
-        self._worker.join(timeout=1.0)
+
+    def _drop_queued(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if job is None:
+                continue
+            decision, key, record = job
+            self.audit.append({"event": "dropped", "key": key, "action": decision.method,
+                               "mode": decision.mode, "trigger": _finding_summary(record),
+                               "ok": False, "detail": DROPPED})
+            out = self._record(key, decision.method, record, False, DROPPED, ())
+            with self._lock:
+                self._done.append(out)
+                self._busy -= 1
+                self._idle.notify_all()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shlex
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
@@ -24,6 +25,7 @@ GATEWAY_TITLES = ("openclaw-gateway",)
 EXEC_MARK = ("OPENCLAW_SHELL", "exec")
 #: Seconds two create times of a PID may differ and still name the same process.
 CREATE_TIME_TOLERANCE = 0.05
+POLL_SECONDS = 0.05
 _PATH_PREFIX_START = 'export PATH="${OPENCLAW_PREPEND_PATH}'
 _PATH_PREFIX_END = "unset OPENCLAW_PREPEND_PATH; "
 
@@ -260,15 +262,18 @@ def check_killable(pid: int, create_time: float, gateway: psutil.Process) -> psu
     return proc
 
 
-def wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+def wait_gone(procs: list[psutil.Process], timeout: float,
+              stopping: threading.Event | None = None) -> list[psutil.Process]:
     """Those of ``procs`` still running (``still_running``: a zombie has ended) after at
-    most ``timeout`` seconds, polled."""
+    most ``timeout`` seconds, polled; at once when ``stopping`` is set (clawwatch is
+    stopping: a grace period ends there)."""
     deadline = time.monotonic() + timeout
+    stopping = stopping or threading.Event()
     while True:
         alive = [proc for proc in procs if still_running(proc)]
-        if not alive or time.monotonic() >= deadline:
+        if not alive or time.monotonic() >= deadline or stopping.is_set():
             return alive
-        time.sleep(0.05)
+        stopping.wait(POLL_SECONDS)
 
 
 def _group_members(pgid: int) -> list[psutil.Process]:
@@ -283,9 +288,10 @@ def _group_members(pgid: int) -> list[psutil.Process]:
 
 
 def kill_shell(pid: int, create_time: float, gateway: psutil.Process, *,
-               grace: float = 3.0) -> KillOutcome:
+               grace: float = 3.0, stopping: threading.Event | None = None) -> KillOutcome:
     """SIGTERM the shell's group (and its descendants in other groups), SIGKILL what is left
-    after ``grace`` seconds, and verify that nothing of it is alive."""
+    after ``grace`` seconds (at once when ``stopping`` is set), and verify that nothing of
+    it is alive."""
     try:
         leader = check_killable(pid, create_time, gateway)
         members = [leader, *leader.children(recursive=True)]
@@ -299,7 +305,7 @@ def kill_shell(pid: int, create_time: float, gateway: psutil.Process, *,
         return KillOutcome(pid, False, f"refused: pid {pid}: {exc}")
     members += [proc for proc in _group_members(pid) if proc not in members]
     _signal_all(pid, members, signal.SIGTERM)
-    alive = wait_gone(members, grace)
+    alive = wait_gone(members, grace, stopping)
     # A member forked as the SIGTERM arrived (a shell loop's next command) was not signalled.
     # The leader may be gone by now, so its group id is only evidence together with the mark
     # the exec shell's children inherit; an unmarked one is reported alive, never signalled.
@@ -356,7 +362,8 @@ def group_snapshot(pid: int) -> list[psutil.Process]:
     return members + [proc for proc in _group_members(pid) if proc not in members]
 
 
-def kill_stragglers(procs: list[psutil.Process], *, grace: float = 3.0) -> list[int]:
+def kill_stragglers(procs: list[psutil.Process], *, grace: float = 3.0,
+                    stopping: threading.Event | None = None) -> list[int]:
     """SIGTERM, then SIGKILL, processes already proven to belong to a killed exec group
     (``group_snapshot``); returns the pids still alive afterwards."""
     alive = [proc for proc in procs if still_running(proc) and _same_user(proc)
@@ -366,13 +373,15 @@ def kill_stragglers(procs: list[psutil.Process], *, grace: float = 3.0) -> list[
             proc.send_signal(signal.SIGTERM)
         except psutil.Error:
             continue
-    return finish_off(alive, grace=grace)
+    return finish_off(alive, grace=grace, stopping=stopping)
 
 
-def finish_off(procs: list[psutil.Process], *, grace: float = 3.0) -> list[int]:
-    """Wait up to ``grace`` for processes already sent SIGTERM, SIGKILL the ones left;
-    returns the pids still alive afterwards (each is signalled once per signal)."""
-    alive = wait_gone(procs, grace)
+def finish_off(procs: list[psutil.Process], *, grace: float = 3.0,
+               stopping: threading.Event | None = None) -> list[int]:
+    """Wait up to ``grace`` (none once ``stopping`` is set) for processes already sent
+    SIGTERM, SIGKILL the ones left; returns the pids still alive afterwards (each is
+    signalled once per signal)."""
+    alive = wait_gone(procs, grace, stopping)
     for proc in alive:
         try:
             proc.send_signal(signal.SIGKILL)

@@ -77,6 +77,7 @@ class RunTracker:
         self._ended: OrderedDict[str, dict] = OrderedDict()
         self._pids: OrderedDict[int, ExecPid] = OrderedDict()
         self._new_keys: dict[str, None] = {}
+        self._waits_over = False
 
     def feed(self, frame: dict) -> None:
         """One event frame: ``agent`` (lifecycle is sent to every operator connection, tool
@@ -142,14 +143,21 @@ class RunTracker:
             keys, self._new_keys = list(self._new_keys), {}
         return keys
 
+    def end_waits(self) -> None:
+        """clawwatch is stopping: ``wait_run_ends`` returns at once, now and later."""
+        with self._cond:
+            self._waits_over = True
+            self._cond.notify_all()
+
     def wait_run_ends(self, run_ids: list[str], timeout: float) -> dict[str, dict]:
-        """The terminal lifecycle data of those runs that end within ``timeout`` seconds."""
+        """The terminal lifecycle data of those runs that end within ``timeout`` seconds
+        (or before ``end_waits``)."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
                 ended = {run: self._ended[run] for run in run_ids if run in self._ended}
                 remaining = deadline - time.monotonic()
-                if len(ended) == len(run_ids) or remaining <= 0:
+                if len(ended) == len(run_ids) or remaining <= 0 or self._waits_over:
                     return ended
                 self._cond.wait(remaining)
 

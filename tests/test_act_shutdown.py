@@ -1,0 +1,171 @@
+"""Stopping clawwatch while an action runs: within 2 s, no CLI left frozen, no kill left
+half-way.
+
+Real parts only: the fake CLIs of tests/test_cli_agents_process.py (real processes; their
+tool ignores SIGTERM, so a kill would wait out its whole grace), a loopback gateway that
+accepts connections and never answers (tests/test_act_gateway.py's ``stall-http``), and
+``clawwatch stop`` / ``clawwatch watch`` run as processes and sent real signals.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from test_act_gateway import FakeGateway
+from test_cli_agent_actions import tools_gone, with_cwd
+from test_cli_agents_process import FakeClis, alive, wait_for
+from test_productive_run import write_state_dir
+
+from monitor.act.audit import AuditLog
+from monitor.act.cli_controller import CliAgentController
+from monitor.act.cli_freeze import frozen_pids
+from monitor.act.loop import ActionLoop
+from monitor.act.policy import DROPPED, ActionPolicy
+from monitor.config import load_config
+from monitor.demo.sim.scenarios import hammer
+from monitor.records import FindingRecord
+
+pytestmark = pytest.mark.timeout(120)
+REPO = Path(__file__).resolve().parents[1]
+#: The promise: every command ends within 2 s of a stop signal.
+STOP_BOUND_SECONDS = 2.0
+#: A kill grace no test may wait out: ending in time proves the grace was cut short.
+LONG_GRACE = 60
+STUBBORN_TOOL = "trap '' TERM; while true; do sleep 1; done"
+
+
+def frozen(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_STOPPED
+    except psutil.Error:
+        return False
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+    env.update(HOME=str(tmp_path / "user"), XDG_STATE_HOME=str(tmp_path / "xdg-state"),
+               XDG_CONFIG_HOME=str(tmp_path / "xdg-config"), **extra)
+    return env
+
+
+def audit_entries(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() \
+        else []
+
+
+def ended_within(popen: subprocess.Popen, seconds: float) -> float:
+    """Seconds ``popen`` took to end (at most ``seconds``; killed and failed beyond)."""
+    started = time.monotonic()
+    try:
+        popen.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        popen.kill()
+        popen.wait()
+        pytest.fail(f"still running {seconds:g} s after the stop signal")
+    return time.monotonic() - started
+
+
+# ------------------------------------------------------------------ clawwatch stop --kill
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_during_stop_kill_sigkills_the_tools_and_resumes_the_cli(
+        clis: FakeClis, tmp_path, signum):
+    fake = with_cwd(clis.start("claude-code", tool=STUBBORN_TOOL))
+    config = tmp_path / "clawwatch.yaml"
+    config.write_text(f"actions: {{kill_grace_seconds: {LONG_GRACE}}}\n")
+    env = clean_env(tmp_path, CLAUDE_CONFIG_DIR=str(tmp_path / "home" / "claude-code"))
+    stop = subprocess.Popen([sys.executable, "-m", "monitor", "stop", "--config", str(config),
+                             f"claude-code:{fake.session.session_id}", "--kill"],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        wait_for(lambda: frozen(fake.pid), "the CLI frozen by the kill")
+        stop.send_signal(signum)
+        elapsed = ended_within(stop, 10)
+        out, err = stop.communicate()
+    finally:
+        if stop.poll() is None:
+            stop.kill()
+    assert elapsed < STOP_BOUND_SECONDS
+    assert not frozen(fake.pid), "the CLI was left stopped (SIGSTOP)"
+    assert stop.returncode == 0, err
+    assert "done" in out and "1 tool group(s) killed" in out
+    assert tools_gone(fake)
+    wait_for(lambda: fake.received() == ["SIGINT"], "the CLI to handle its SIGINT")
+
+
+# ------------------------------------------------------- the action loop (watch, dashboard)
+
+def kill_finding(key: str) -> FindingRecord:
+    return FindingRecord(ts="2026-12-05T00:00:00.000Z", key=key, session_id=key,
+                         detector="generic_repeat", level="critical", count=20, tool="Bash",
+                         at_call=21, message="generic_repeat critical")
+
+
+@pytest.mark.parametrize("kill_cli", [False, True], ids=["interrupt-cli", "end-cli"])
+def test_closing_the_action_loop_mid_kill_finishes_the_kill_at_once(clis: FakeClis, tmp_path,
+                                                                     kill_cli):
+    fake = with_cwd(clis.start("claude-code", tool=STUBBORN_TOOL))
+    key = f"claude-code:{fake.session.session_id}"
+    path = tmp_path / "clawwatch.yaml"
+    path.write_text("actions: {mode: auto, on_critical: kill}\n")
+    controller = CliAgentController(claude_dirs=[str(tmp_path / "home/claude-code/projects")],
+                                    codex_dirs=[], kill_grace=LONG_GRACE, kill_cli=kill_cli)
+    policy = ActionPolicy(load_config(str(path), env={}), controller,
+                          audit=AuditLog(str(tmp_path / "audit.jsonl")))
+    loop = ActionLoop(policy)
+    assert loop.process([kill_finding(key)]) == []
+    wait_for(lambda: frozen(fake.pid), "the CLI frozen by the kill")
+    started = time.monotonic()
+    records = loop.close()
+    assert time.monotonic() - started < STOP_BOUND_SECONDS
+    assert [(record.key, record.action, record.ok) for record in records] == [(key, "kill", True)]
+    assert tools_gone(fake)
+    assert not frozen(fake.pid) and frozen_pids() == []
+    assert alive(fake.pid) is not kill_cli
+
+
+def test_watch_act_auto_ends_within_2_s_of_sigterm_with_a_gateway_that_never_answers(tmp_path):
+    """Three looping sessions, three stop actions: the first waits on a gateway that takes
+    the connection and never answers, the other two are queued behind it."""
+    loops = [dataclasses.replace(hammer(limit=40), name=f"hammer{n}") for n in range(3)]
+    state_dir, log = write_state_dir(tmp_path, "legacy", loops)
+    gateway = FakeGateway("stall-http")
+    audit = tmp_path / "xdg-state" / "clawwatch" / "audit.jsonl"
+    env = clean_env(tmp_path, CLAWWATCH_ACTIONS__ON_CRITICAL="stop")
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "watch", "--headless", "--act", "auto", "--json",
+         "--from-start", "--no-checkpoint", "--poll", "0.2", "--state-dir", str(state_dir),
+         "--log", str(log), "--gateway", gateway.url],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: sum(entry["event"] == "attempt" for entry in audit_entries(audit))
+                 == 3 and gateway.connections, "three actions under way", timeout=60)
+        watch.send_signal(signal.SIGTERM)
+        elapsed = ended_within(watch, 10)
+        out, err = watch.communicate()
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+        gateway.close()
+    assert elapsed < STOP_BOUND_SECONDS
+    assert watch.returncode == 0, err
+    events = sorted(entry["event"] for entry in audit_entries(audit)
+                    if entry["event"] != "suppressed")     # the cooldown's, not actions
+    assert events == ["attempt"] * 3 + ["dropped"] * 2 + ["result"]
+    actions = [record for record in map(json.loads, out.splitlines())
+               if record["type"] == "action"]
+    assert sorted(record["detail"] == DROPPED for record in actions) == [False, True, True]
+    assert not any(record["ok"] for record in actions)
+    cancelled = next(record for record in actions if record["detail"] != DROPPED)
+    assert "cancelled: clawwatch is stopping" in cancelled["detail"]
