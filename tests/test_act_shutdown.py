@@ -22,7 +22,7 @@ import psutil
 import pytest
 from test_act_gateway import FakeGateway
 from test_cli_agent_actions import tools_gone, with_cwd
-from test_cli_agents_process import FakeClis, alive, wait_for
+from test_cli_agents_process import Fake, FakeClis, alive, wait_for
 from test_productive_run import write_state_dir
 
 from monitor.act.audit import AuditLog
@@ -77,17 +77,23 @@ def ended_within(popen: subprocess.Popen, seconds: float) -> float:
 
 # ------------------------------------------------------------------ clawwatch stop --kill
 
+def start_stop_kill(fake: Fake, tmp_path: Path) -> subprocess.Popen:
+    """``clawwatch stop claude-code:<id> --kill`` on ``fake``, with a grace no test waits
+    out; its output is text, in pipes."""
+    config = tmp_path / "clawwatch.yaml"
+    config.write_text(f"actions: {{kill_grace_seconds: {LONG_GRACE}}}\n")
+    env = clean_env(tmp_path, CLAUDE_CONFIG_DIR=str(tmp_path / "home" / "claude-code"))
+    return subprocess.Popen([sys.executable, "-m", "monitor", "stop", "--config", str(config),
+                             f"claude-code:{fake.session.session_id}", "--kill"],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_stop_signal_during_stop_kill_sigkills_the_tools_and_resumes_the_cli(
         clis: FakeClis, tmp_path, signum):
     fake = with_cwd(clis.start("claude-code", tool=STUBBORN_TOOL))
-    config = tmp_path / "clawwatch.yaml"
-    config.write_text(f"actions: {{kill_grace_seconds: {LONG_GRACE}}}\n")
-    env = clean_env(tmp_path, CLAUDE_CONFIG_DIR=str(tmp_path / "home" / "claude-code"))
-    stop = subprocess.Popen([sys.executable, "-m", "monitor", "stop", "--config", str(config),
-                             f"claude-code:{fake.session.session_id}", "--kill"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    stop = start_stop_kill(fake, tmp_path)
     try:
         wait_for(lambda: frozen(fake.pid), "the CLI frozen by the kill")
         stop.send_signal(signum)
@@ -102,6 +108,19 @@ def test_a_stop_signal_during_stop_kill_sigkills_the_tools_and_resumes_the_cli(
     assert "done" in out and "1 tool group(s) killed" in out
     assert tools_gone(fake)
     wait_for(lambda: fake.received() == ["SIGINT"], "the CLI to handle its SIGINT")
+
+
+def test_a_cli_frozen_when_clawwatch_is_sigkilled_is_resumed_by_its_guard(clis: FakeClis,
+                                                                         tmp_path):
+    fake = with_cwd(clis.start("claude-code", tool=STUBBORN_TOOL))
+    stop = start_stop_kill(fake, tmp_path)
+    try:
+        wait_for(lambda: frozen(fake.pid), "the CLI frozen by the kill")
+    finally:
+        stop.kill()
+        stop.communicate()
+    wait_for(lambda: not frozen(fake.pid), "the guard to resume the CLI",
+             timeout=STOP_BOUND_SECONDS)
 
 
 # ------------------------------------------------------- the action loop (watch, dashboard)

@@ -8,34 +8,78 @@ when this process exits normally, by an exception, or by a stop signal it handle
 and the dashboard end through their handlers, ``clawwatch stop`` through its own, which
 also calls ``thaw_all``).
 
-SIGKILL cannot be caught: a CLI frozen when clawwatch is SIGKILLed stays stopped until it
-gets SIGCONT (``kill -CONT PID``). The window is kept short: a stop signal ends a kill's
-grace at once (SIGKILL follows), so clawwatch exits within its 2 s and a service manager
-has no reason to SIGKILL it.
+SIGKILL cannot be caught, so each freeze also has a guard: a small ``sh`` child that ignores
+the stop signals and waits on a pipe from this process. ``thaw`` tells it the CLI runs
+again; if the pipe closes without that (this process died, SIGKILL included), the guard
+sends the CLI SIGCONT itself. What remains: a SIGKILL that takes the guard too (a service
+manager killing the whole cgroup, which clawwatch's 2 s exit gives it no reason to do)
+leaves the CLI stopped until it gets SIGCONT (``kill -CONT PID``).
 """
 
 from __future__ import annotations
 
 import atexit
 import signal
+import subprocess
 import threading
+from dataclasses import dataclass
 
 import psutil
 
-_frozen: dict[int, psutil.Process] = {}
+#: The guard's script: ``$1`` is the frozen CLI's pid.
+GUARD_SCRIPT = ('trap "" TERM INT HUP; IFS= read -r word; '
+                '[ "$word" = thawed ] || kill -CONT "$1"')
+GUARD_EXIT_SECONDS = 1.0
+
+
+@dataclass
+class _Frozen:
+    proc: psutil.Process
+    guard: subprocess.Popen | None
+
+
+_frozen: dict[int, _Frozen] = {}
 _lock = threading.Lock()
 
 
+def _start_guard(pid: int) -> subprocess.Popen | None:
+    """The guard of ``pid`` (module docstring), or None when it cannot be started (the
+    catchable ends of this process still resume the CLI)."""
+    try:
+        return subprocess.Popen(["/bin/sh", "-c", GUARD_SCRIPT, "clawwatch-thaw-guard",
+                                 str(pid)], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+
+def _release(guard: subprocess.Popen | None) -> None:
+    """Tell the guard the CLI runs again, and reap it."""
+    if guard is None:
+        return
+    try:
+        guard.stdin.write(b"thawed\n")
+        guard.stdin.close()
+    except OSError:
+        pass
+    try:
+        guard.wait(GUARD_EXIT_SECONDS)
+    except subprocess.TimeoutExpired:
+        pass
+
+
 def freeze(proc: psutil.Process) -> None:
-    """SIGSTOP ``proc`` and remember it until ``thaw``; psutil's errors are raised (nothing
-    is remembered then)."""
+    """SIGSTOP ``proc`` and remember it (with its guard) until ``thaw``; psutil's errors are
+    raised (nothing is remembered then)."""
+    entry = _Frozen(proc, _start_guard(proc.pid))
     with _lock:
-        _frozen[proc.pid] = proc
+        _frozen[proc.pid] = entry
     try:
         proc.send_signal(signal.SIGSTOP)
     except psutil.Error:
         with _lock:
             _frozen.pop(proc.pid, None)
+        _release(entry.guard)
         raise
 
 
@@ -47,8 +91,11 @@ def thaw(proc: psutil.Process) -> None:
     except psutil.Error:
         pass
     with _lock:
-        if _frozen.get(proc.pid) is proc:
-            del _frozen[proc.pid]
+        entry = _frozen.get(proc.pid)
+        if entry is None or entry.proc is not proc:
+            return
+        del _frozen[proc.pid]
+    _release(entry.guard)
 
 
 def frozen_pids() -> list[int]:
@@ -60,7 +107,7 @@ def frozen_pids() -> list[int]:
 def thaw_all() -> None:
     """Resume every CLI still frozen by this process."""
     with _lock:
-        procs = list(_frozen.values())
+        procs = [entry.proc for entry in _frozen.values()]
     for proc in procs:
         thaw(proc)
 
