@@ -4,6 +4,8 @@ global options each of them takes."""
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 
 from monitor import __version__
 
@@ -55,6 +57,32 @@ USES: dict[str | None, tuple[str, ...]] = {
 }
 
 
+def number_from(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a number from ``low`` to ``high``. NaN, infinities and numbers
+    outside are refused (exit 2, naming the range): a poll of 0 spins a core, a deadline of
+    NaN never comes, a rate of -5 runs unthrottled."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: give a number from {low:.10g} to {high:.10g}")
+        return value
+    return parse
+
+
+#: ``--seconds``: at most a year (leave it out to run until stopped).
+SECONDS = number_from(0.01, 365 * 24 * 3600)
+#: ``--poll``: below 0.05 s the safety-net poll would keep a core busy.
+POLL_SECONDS = number_from(0.05, 3600)
+#: ``--rate``: simulated turns per second, all demo sessions together.
+DEMO_RATE = number_from(0.01, 1000)
+#: ``stop --timeout``: seconds per gateway call attempt.
+RPC_TIMEOUT = number_from(0.01, 3600)
+
+
 def _add_global_options(parser: argparse.ArgumentParser, names: tuple[str, ...], *,
                         top: bool = False) -> None:
     for name in names:
@@ -97,22 +125,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_global_options(watch, USES["watch"])
     watch.add_argument("--headless", action="store_true", help="no dashboard: print lines")
     watch.add_argument("--json", action="store_true", help="JSON lines")
-    watch.add_argument("--seconds", type=float, help="stop after N seconds")
+    watch.add_argument("--seconds", type=SECONDS, help="stop after N seconds")
     watch.add_argument("--from-start", action="store_true",
                        help="report history too (default: catch up silently, then go live)")
     watch.add_argument("--checkpoint", help="checkpoint file (default: per-user state dir)")
     watch.add_argument("--no-checkpoint", action="store_true",
                        help="neither read nor write a checkpoint")
-    watch.add_argument("--poll", type=float, default=1.0,
+    watch.add_argument("--poll", type=POLL_SECONDS, default=1.0,
                        help="safety-net poll interval in seconds (default 1)")
 
     demo = commands.add_parser("demo", help="simulated looping sessions, watched live")
     _add_global_options(demo, USES["demo"])
     demo.add_argument("--headless", action="store_true", help="no dashboard: print lines")
     demo.add_argument("--json", action="store_true", help="JSON lines")
-    demo.add_argument("--seconds", type=float, help="stop after N seconds")
+    demo.add_argument("--seconds", type=SECONDS, help="stop after N seconds")
     demo.add_argument("--legacy", action="store_true", help="write legacy JSONL, not SQLite")
-    demo.add_argument("--rate", type=float,
+    demo.add_argument("--rate", type=DEMO_RATE,
                       help="simulated model turns per second, all sessions together (default 8)")
 
     stop = commands.add_parser("stop", help="abort a session's active run through the gateway")
@@ -122,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--method", choices=("abort", "stop-text", "cli"),
                       help="chat.abort (default), a /stop message, or the openclaw CLI")
     stop.add_argument("--json", action="store_true", help="JSON lines")
-    stop.add_argument("--timeout", type=float, help="seconds per gateway call attempt")
+    stop.add_argument("--timeout", type=RPC_TIMEOUT, help="seconds per gateway call attempt")
 
     config = commands.add_parser("config", help="configuration tools")
     config_commands = config.add_subparsers(dest="config_command")
