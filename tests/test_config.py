@@ -188,6 +188,44 @@ colours: {}
     assert out.getvalue().splitlines() == errors
 
 
+#: Variables in clawwatch's namespace that are no setting: never warned about.
+NOT_SETTINGS = {"CLAWWATCH_CONFIG": "", "CLAWWATCH_THEMES": "/x",
+                "CLAWWATCH_DEMO_GATEWAY_TOKEN": "t", "CLAWWATCH_E2E_HOME": "/x",
+                "CLAWWATCH_FUZZ_LONG": "1"}
+
+
+@pytest.mark.parametrize(("name", "meant"), [
+    ("CLAWWATCH_ACTIONS_MODE", "CLAWWATCH_ACTIONS__MODE"),
+    ("CLAWWATCH_DETECTON_ENABLED", "CLAWWATCH_DETECTION__ENABLED"),
+    ("CLAWWATCH_METRICS_LISTEN", "CLAWWATCH_METRICS__LISTEN"),
+])
+def test_a_mistyped_setting_variable_is_warned_about_with_the_one_it_likely_meant(name,
+                                                                                   meant):
+    env = {name: "auto", **NOT_SETTINGS}
+    config = load_config(None, env=env)
+    assert config.actions.mode == "off"
+    (warning,) = config.warnings
+    assert warning.startswith(f"${name}:(name): names no setting and is ignored")
+    assert warning.endswith(f"(did you mean ${meant}?)")
+    out = io.StringIO()
+    assert check_config_main(None, env=env, out=out) == 0
+    assert out.getvalue().startswith(f"warning: ${name}:")
+
+
+def test_a_variable_in_a_sections_name_but_no_setting_is_warned_about():
+    (warning,) = load_config(None, env={"CLAWWATCH_UI_COLOURS": "x"}).warnings
+    assert warning.startswith("$CLAWWATCH_UI_COLOURS:(name): names no setting")
+    assert "CLAWWATCH_<SECTION>__<KEY>" in warning
+
+
+@pytest.mark.parametrize("name", ["CLAWWATCH_DETECTION__", "CLAWWATCH_DETECTION____ENABLED"])
+def test_a_setting_variable_with_an_empty_part_is_an_error(name):
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, env={name: "x"})
+    (error,) = caught.value.errors
+    assert error.startswith(f"${name}:(name): names no setting")
+
+
 def test_unquoted_off_and_invalid_yaml(tmp_path):
     assert load_config(write(tmp_path, "actions:\n  mode: off\n"), env={}).actions.mode == "off"
     broken = write(tmp_path, "detection:\n  enabled: [true\n", "broken.yaml")

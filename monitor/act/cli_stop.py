@@ -60,6 +60,8 @@ def stop_main(args, *, out=None, err=None, env=None) -> int:
     except ConfigError as exc:
         print(printable("\n".join(exc.errors), keep_newlines=True), file=err)
         return 2
+    for warning in config.warnings:
+        print(printable(f"clawwatch stop: warning: {warning}"), file=err)
     method = getattr(args, "method", None) or config.actions.stop_method
     if method not in METHODS:
         print(printable(f"clawwatch stop: unknown --method {method!r} ({', '.join(METHODS)})"),

@@ -18,7 +18,9 @@ alike, so a loaded ``Config`` cannot overflow anything downstream.
 * :mod:`monitor.config.schema`: a raw mapping checked and coerced into those sections;
 * :mod:`monitor.config.model`: ``Config``, the effective config and each agent's view of it;
 * :mod:`monitor.config.loading`: the file and ``$CLAWWATCH_*`` layers, ``load_config`` and
-  ``clawwatch config check``.
+  ``clawwatch config check``;
+* :mod:`monitor.config.env_names`: which ``$CLAWWATCH_*`` names are settings, and what a
+  mistyped one likely meant.
 """
 
 from monitor.config.loading import check_config_main, load_config, resolve_config_path

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from monitor import safe_yaml
+from monitor.config.env_names import misnamed_variables, setting_parts
 from monitor.config.model import DEFAULTS_LABEL, Config, deep_merge
 from monitor.config.schema import ConfigError, build_sections, validate_layer
 
@@ -30,10 +31,8 @@ def _env_layers(env: Mapping[str, str], errors: list[str] | None = None
     UTF-8) is an error of its own."""
     layers = []
     for name in sorted(env):
-        if not name.startswith("CLAWWATCH_") or "__" not in name:
-            continue
-        parts = [p.lower() for p in name[len("CLAWWATCH_"):].split("__")]
-        if any(not p for p in parts):
+        parts = setting_parts(name)
+        if not parts or not all(parts):     # no setting's name (``misnamed_variables``)
             continue
         try:
             value = safe_yaml.load_yaml(env[name]) if env[name].strip() else None
@@ -100,9 +99,12 @@ def load_config(path: str | None = None, env: Mapping[str, str] = os.environ) ->
         merged = deep_merge(merged, validate_layer(raw, file_path, errors))
     for env_label, layer in _env_layers(env, errors):
         merged = deep_merge(merged, validate_layer(layer, env_label, errors))
+    name_errors, name_warnings = misnamed_variables(env)
+    errors.extend(name_errors)
     if errors:
         raise ConfigError(errors)
     sections, warnings = build_sections(merged, label, errors)
+    warnings = name_warnings + warnings
     agents = {str(k): v or {} for k, v in (merged.get("agents") or {}).items()}
     config = Config(**sections, agents=agents, source=label, warnings=tuple(warnings),
                     _raw={k: v for k, v in merged.items() if k != "agents"})
