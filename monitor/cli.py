@@ -18,6 +18,7 @@ from monitor.discovery import (
     require_something,
 )
 from monitor.display import json_dumps, printable
+from monitor.named_inputs import unreadable_named_input
 from monitor.records import (
     ActionRecord,
     ErrorRecord,
@@ -168,9 +169,9 @@ def cmd_replay(args) -> int:
     from monitor.replay import ReplayInput, default_jobs, replay
     from monitor.replay_cache import cache_dir
 
-    for path in args.paths:
-        if not os.path.exists(path):
-            raise SetupError(f"clawwatch replay: {path}: no such file or directory")
+    problem = unreadable_named_input(args, _sources(args))
+    if problem:
+        raise SetupError(f"clawwatch replay: {problem}")
     if args.jobs is not None and args.jobs < 1:
         raise SetupError("clawwatch replay: --jobs must be 1 or more")
     stream = _log_stream(args)

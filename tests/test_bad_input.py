@@ -566,15 +566,29 @@ def test_replay_cli_over_unreadable_paths_finishes(tmp_path: Path) -> None:
     assert errors[str(garbage_db)] == 1
 
 
-@pytest.mark.parametrize("args", [["/nonexistent/agent.sqlite"],
-                                  ["--state-dir", "/nonexistent/state"]],
-                         ids=["path", "state-dir"])
-def test_replay_cli_over_a_missing_path_exits_2_with_one_line(args: list[str]) -> None:
-    result = run_cli("replay", "--json", *args)
+@pytest.mark.parametrize(("args", "named"), [
+    (["/nonexistent/agent.sqlite"], "/nonexistent/agent.sqlite"),
+    (["--state-dir", "/nonexistent/state"], "/nonexistent/state"),
+    (["--log", "/nonexistent/gw.log"], "--log /nonexistent/gw.log"),
+    (["--state-dir", "{state}", "--log", "/nonexistent/gw.log"], "--log /nonexistent/gw.log"),
+    (["--log", "{state}"], "--log {state}: not a regular file (a directory)"),
+    (["--log", "{fifo}"], "--log {fifo}: not a regular file (a FIFO)"),
+    (["{fifo}"], "{fifo}: not a regular file or directory (a FIFO)"),
+    (["/dev/zero"], "/dev/zero: not a regular file or directory (a character device)"),
+    (["--claude-dir", "/nonexistent/claude"], "--claude-dir /nonexistent/claude: no such"),
+    (["--codex-dir", "/nonexistent/codex"], "--codex-dir /nonexistent/codex: no such"),
+], ids=["path", "state-dir", "log", "log-beside-state-dir", "log-is-a-dir", "log-is-a-fifo",
+        "path-is-a-fifo", "path-is-a-device", "claude-dir", "codex-dir"])
+def test_replay_cli_over_a_named_input_it_cannot_read_exits_2_with_one_line(
+        args: list[str], named: str, tmp_path: Path) -> None:
+    state, _, _ = bad_state_dir(tmp_path / "state")
+    os.mkfifo(tmp_path / "fifo")
+    places = {"state": str(state), "fifo": str(tmp_path / "fifo")}
+    result = run_cli("replay", "--json", *(arg.format(**places) for arg in args), timeout=20)
     assert result.returncode == 2
     assert result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert "/nonexistent" in result.stderr and "Traceback" not in result.stderr
+    assert named.format(**places) in result.stderr and "Traceback" not in result.stderr
 
 
 def deep_call_transcript(path: Path, depth: int) -> None:

@@ -109,10 +109,11 @@ def hostile(case: str, state: Path, tmp: Path) -> tuple[str, str, list[str]]:
         path = bad_sessions(state) / "zero.jsonl"
         os.symlink("/dev/zero", path)
         return str(path), "character device", []
-    if case == "fifo-gateway-log":
+    if case == "fifo-gateway-log":        # named by logging.file (--log FIFO is bad setup)
         path = tmp / "openclaw-2026-01-01.log"
         os.mkfifo(path)
-        return str(path), "FIFO", ["--log", str(path)]
+        (state / "openclaw.json").write_text(json.dumps({"logging": {"file": str(path)}}))
+        return str(path), "FIFO", []
     if case == "fifo-agent-sqlite":
         agent = state / "agents" / "bad" / "agent"
         agent.mkdir(parents=True)
