@@ -175,6 +175,20 @@ def newest_log_in(dirs: list[str]) -> str | None:
     return best[1] if best else None
 
 
+def gateway_port(gateway_config: dict, config_path: str | None, tried: list[str]
+                 ) -> int | None:
+    """``gateway.port`` of openclaw.json when it is a port (1 to 65535); one that is not is
+    noted in ``tried``, so "no gateway URL" names it."""
+    port = gateway_config.get("port")
+    if port is None:
+        return None
+    if isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536:
+        return port
+    tried.append(f"gateway.port {str(port)[:40]!r} in {config_path}: not a port from 1 to "
+                 "65535")
+    return None
+
+
 def discover(*, state_dir: str | None = None, profile: str | None = None,
              log: str | None = None, gateway: str | None = None, env=None,
              claude_dir: list[str] | tuple[str, ...] = (),
@@ -215,9 +229,9 @@ def discover(*, state_dir: str | None = None, profile: str | None = None,
     else:
         log_path = newest_log_in(log_dirs)
         tried.extend(os.path.join(d, "openclaw-*.log") for d in log_dirs)
-    port = gateway_config.get("port")
+    port = gateway_port(gateway_config, config_path, tried)
     url = gateway or env.get("OPENCLAW_GATEWAY_URL") or (
-        f"ws://127.0.0.1:{port}" if isinstance(port, int) else None)
+        f"ws://127.0.0.1:{port}" if port is not None else None)
     auth = gateway_config.get("auth") if isinstance(gateway_config.get("auth"), dict) else {}
     token = env.get("OPENCLAW_GATEWAY_TOKEN") or (
         auth.get("token") if isinstance(auth.get("token"), str) else None)

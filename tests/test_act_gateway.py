@@ -447,6 +447,31 @@ def test_stop_exits_2_without_a_gateway_url(tmp_path):
     assert "no gateway URL" in err
 
 
+@pytest.mark.parametrize(("gateway", "env_url", "reason"), [
+    ("ws://127.0.0.1:99999", None, "the port is not a number from 1 to 65535"),
+    ("ws://op:hunter2-hunter2@127.0.0.1:99999", None, "the port is not a number"),
+    ("http://x:1", None, "scheme isn't ws or wss"),
+    (None, "garbage", "scheme isn't ws or wss"),
+], ids=["port", "port-with-password", "http", "env-garbage"])
+def test_stop_exits_2_naming_a_gateway_url_it_cannot_connect_to(tmp_path, gateway, env_url,
+                                                                 reason):
+    env = {**stop_env(tmp_path), **({"OPENCLAW_GATEWAY_URL": env_url} if env_url else {})}
+    code, lines, err, _ = run_stop(stop_args("agent:main:loop", gateway, tmp_path), env)
+    assert code == 2 and lines == []
+    (line,) = err.splitlines()
+    assert line.startswith("clawwatch stop: bad gateway URL ") and reason in line
+    assert "ws://HOST:PORT" in line and "hunter2" not in line
+
+
+def test_stop_exits_2_when_openclaw_json_names_no_port(tmp_path):
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "openclaw.json").write_text('{"gateway": {"port": 99999}}')
+    code, lines, err, _ = run_stop(stop_args("agent:main:loop", None, tmp_path),
+                                   stop_env(tmp_path))
+    assert code == 2 and lines == []
+    assert "no gateway URL" in err and "gateway.port '99999'" in err
+
+
 def test_stop_exits_2_for_cli_method_without_the_openclaw_cli(fake_gateway, tmp_path):
     gateway = fake_gateway("ok")
     args = stop_args("agent:main:loop", gateway.url, tmp_path, method="cli")
@@ -544,5 +569,16 @@ def test_listener_stops_on_a_rejected_token_and_says_why(fake_gateway):
         assert "rejected the token" in controller.listen_error
         assert wait_until(lambda: not controller._listener.is_alive())
         assert gateway.connections == 1
+    finally:
+        controller.close()
+
+
+def test_listener_stops_on_a_bad_url_and_says_why():
+    controller = listening_controller("ws://127.0.0.1:99999", TOKEN)
+    controller.start_listening()
+    try:
+        assert wait_until(lambda: controller.listen_error is not None)
+        assert "bad gateway URL 'ws://127.0.0.1:99999'" in controller.listen_error
+        assert wait_until(lambda: not controller._listener.is_alive())
     finally:
         controller.close()

@@ -226,6 +226,15 @@ def test_a_setting_variable_with_an_empty_part_is_an_error(name):
     assert error.startswith(f"${name}:(name): names no setting")
 
 
+@pytest.mark.parametrize("url", ["ws://127.0.0.1:99999", "http://gateway:18789", "garbage"])
+def test_a_gateway_url_no_client_can_connect_to_is_an_error(tmp_path, url):
+    path = write(tmp_path, f"gateway: {{url: '{url}'}}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    (error,) = caught.value.errors
+    assert error.startswith(f"{path}:gateway.url: bad gateway URL '{url}': ")
+
+
 def test_unquoted_off_and_invalid_yaml(tmp_path):
     assert load_config(write(tmp_path, "actions:\n  mode: off\n"), env={}).actions.mode == "off"
     broken = write(tmp_path, "detection:\n  enabled: [true\n", "broken.yaml")

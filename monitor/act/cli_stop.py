@@ -2,8 +2,8 @@
 
 Exit codes (shared/CONTRACT.md): 0 when the run was aborted or the session was already
 idle (with ``--kill``: and none of its exec processes is left), 1 when that could not be
-done, 2 on bad setup (no gateway URL, unreadable config, no ``openclaw`` CLI for
-``--method cli``). Prints one line: human text, or with ``--json`` the ``action`` record.
+done, 2 on bad setup (no gateway URL or a bad one, unreadable config, no ``openclaw`` CLI
+for ``--method cli``). Prints one line: human text, or with ``--json`` the ``action`` record.
 The attempt and its result go to the audit log. Exec shells whose evidence names this
 session and another are never killed: the detail says so, and the ``action`` record and
 the audit entry list them under ``ambiguous`` (pid, create_time, command, reasons).
@@ -32,6 +32,7 @@ from monitor.act.audit import AuditLog, now_iso
 from monitor.act.cli_controller import CliAgentController, split_key
 from monitor.act.cli_freeze import thaw_all
 from monitor.act.controller import GatewayActionController
+from monitor.act.gateway_url import gateway_url_problem
 from monitor.config import ConfigError, load_config
 from monitor.discovery import discover
 from monitor.display import json_dumps, printable
@@ -169,4 +170,4 @@ def _setup_problem(controller: GatewayActionController, method: str, found) -> s
         tried = "; ".join(found.tried) or "nothing"
         return ("no gateway URL: pass --gateway ws://HOST:PORT, set $OPENCLAW_GATEWAY_URL, or "
                 f"point --state-dir at an OpenClaw with gateway.port set (looked at: {tried})")
-    return None
+    return gateway_url_problem(controller.url)

@@ -36,6 +36,7 @@ from monitor.act.gateway import (
     GatewayClient,
     GatewayError,
     GatewayRpcError,
+    GatewaySetupError,
     redact,
 )
 from monitor.act.runs import RunTracker
@@ -91,7 +92,7 @@ class GatewayActionController:
     def start_listening(self) -> None:
         """Keep a connection open on a daemon thread (reconnecting with backoff, 1–30 s) so
         ``tracker`` learns run ends and exec output as they happen; stops on an auth failure
-        (``listen_error`` says why) or ``close()``.
+        or a bad URL (``listen_error`` says why) or ``close()``.
 
         Lifecycle events reach every operator connection, but tool events (exec pids and
         output tails) only the run's owner and the subscribers of its session: so every
@@ -122,7 +123,7 @@ class GatewayActionController:
                 self._subscribe(active, subscribed)
                 while not conn.closed and not self._stop_listening.wait(0.2):
                     self._subscribe(self.tracker.take_new_keys(), subscribed)
-            except GatewayAuthError as exc:
+            except (GatewayAuthError, GatewaySetupError) as exc:   # retrying cannot help
                 self.listen_error = redact(str(exc), self._token)
                 return
             except GatewayError as exc:

@@ -30,6 +30,7 @@ from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as ws_connect
 
 from monitor import __version__, untrusted_json
+from monitor.act.gateway_url import gateway_url_problem
 from monitor.redaction import (
     redact_text,
     register_known_secret,
@@ -174,6 +175,9 @@ class GatewayConnection:
         if _CONNECT_TAKES_PROXY:
             options["proxy"] = None  # a loopback gateway must not go through $HTTPS_PROXY
         options["create_connection"] = self._new_socket_owner
+        problem = gateway_url_problem(self.url)
+        if problem:
+            raise GatewaySetupError(redact_text(problem))
         try:
             self._ws = ws_connect(self.url, **options).__enter__()
         except InvalidURI as exc:

@@ -240,9 +240,15 @@ class UiConfig:
     theme: str = "dark"
 
 
+def _check_gateway_url(value: str) -> str | None:
+    from monitor.act.gateway_url import gateway_url_problem
+
+    return gateway_url_problem(value) if value else None
+
+
 @dataclass(frozen=True)
 class GatewayConfig:
-    url: str | None = None
+    url: str | None = field(default=None, metadata={"check": _check_gateway_url})
     token_env: str = "OPENCLAW_GATEWAY_TOKEN"
 
 
