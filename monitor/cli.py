@@ -229,7 +229,11 @@ def cmd_watch(args) -> int:
     from monitor.live import install_stop_signals, run_live
     from monitor.pipeline import Monitor, history_cutoff
     from monitor.restart import ReportedBefore, rewound
-    from monitor.sources.checkpoint import CheckpointStore, default_checkpoint_path
+    from monitor.sources.checkpoint import (
+        CheckpointPathError,
+        CheckpointStore,
+        default_checkpoint_path,
+    )
     from monitor.sources.history_split import reader_processes
 
     stop = install_stop_signals()       # a signal during setup ends the loop at its start
@@ -252,6 +256,11 @@ def cmd_watch(args) -> int:
         store = CheckpointStore(args.checkpoint or default_checkpoint_path(
             found.state_dir, stream or found.log_path, claude_dirs=found.claude_dirs,
             codex_dirs=found.codex_dirs))
+        try:
+            store.check_writable()
+        except CheckpointPathError as exc:
+            raise SetupError(f"clawwatch watch: {exc} (give --checkpoint FILE or "
+                             "--no-checkpoint)") from None
     resume = store.load() if store else None
     sources = _source_set(
         state_dir=found.state_dir, log_path=found.log_path,

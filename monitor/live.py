@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable
 
 from monitor.heap import give_back_free_memory, relax_collector, restore_collector
-from monitor.pipeline import Monitor
-from monitor.records import Record
-from monitor.sources.checkpoint import CheckpointStore
+from monitor.pipeline import Monitor, iso
+from monitor.records import ErrorRecord, Record
+from monitor.sources.checkpoint import CheckpointSaver, CheckpointStore
 from monitor.sources.sqlite_guard import stop_queries
 from monitor.sources.wake import Waker
 
@@ -48,9 +48,18 @@ def run_live(monitor: Monitor, emit: Callable[[list[Record]], None], *,
 
     Output is written before the checkpoint that covers it is saved, so a
     crash can repeat the last batch but never lose it; a clean stop (signal,
-    deadline) saves the checkpoint last and so repeats nothing on restart.
+    deadline) saves the checkpoint last and so repeats nothing on restart. A save
+    that fails is an ``error`` record (source ``checkpoint``), and watching goes on.
     """
     sources = monitor.sources
+    saver = CheckpointSaver(store) if store else None
+
+    def save_checkpoint() -> None:
+        failure = saver.save(sources.checkpoint())
+        if failure:
+            emit([ErrorRecord(ts=iso(None), source="checkpoint", path=store.path,
+                              message=failure)])
+
     monitor_step = step or monitor.step
     note_changed = getattr(sources, "note_changed", None)
 
@@ -81,8 +90,8 @@ def run_live(monitor: Monitor, emit: Callable[[list[Record]], None], *,
         while not stop.is_set():
             records = step()
             emit(records)
-            if store and records:
-                store.save(sources.checkpoint())
+            if saver and records:
+                save_checkpoint()
             if getattr(sources, "exhausted", False):
                 break                   # the log was a stream, and it ended
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -105,5 +114,5 @@ def run_live(monitor: Monitor, emit: Callable[[list[Record]], None], *,
                 emit(step())
     finally:
         waker.close()
-        if store:
-            store.save(sources.checkpoint())
+        if saver:
+            save_checkpoint()

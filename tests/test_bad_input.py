@@ -9,6 +9,7 @@ over such a state dir.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
@@ -23,6 +24,10 @@ import zstandard
 from chaos_writer import AGENT_DDL, assistant_tool_call, dumps, navigation_json, session_header
 
 from monitor.events import GatewayNotice, SessionInfo, SourceError, SourceNotice, ToolCall
+from monitor.live import run_live
+from monitor.pipeline import Monitor
+from monitor.records import ErrorRecord
+from monitor.sources.checkpoint import FAILURE_REPORT_SECONDS, CheckpointSaver, CheckpointStore
 from monitor.sources.gateway_log import GatewayLogSource
 from monitor.sources.legacy import LegacySessionsSource
 from monitor.sources.sourceset import RESCAN_SECONDS, SourceSet
@@ -652,3 +657,68 @@ def test_a_record_the_pipeline_cannot_fold_is_reported_and_the_rest_flow(
     assert str(transcript) in errors[0]["path"]
     assert sum(s.tool_calls for s in monitor.sessions.values()) == 3
     assert monitor.internal_errors == 1
+
+
+# ------------------------------------------------------------------------- checkpoint
+
+
+@pytest.mark.parametrize(("where", "env", "why"), [
+    ("{tmp}", {}, "not a regular file (a directory)"),
+    ("{fifo}", {}, "not a regular file (a FIFO)"),
+    ("/proc/nonexistent/dir/cp.json", {}, "cannot write"),
+    (None, {"XDG_STATE_HOME": "/proc/nonexistent"}, "cannot write"),
+], ids=["directory", "fifo", "in-a-dir-it-cannot-make", "state-home-it-cannot-make"])
+def test_watch_with_a_checkpoint_it_cannot_write_exits_2_with_one_line(
+        tmp_path: Path, where: str | None, env: dict, why: str) -> None:
+    state, log, _ = bad_state_dir(tmp_path / "state")
+    os.mkfifo(tmp_path / "fifo")
+    checkpoint = ["--checkpoint", where.format(tmp=tmp_path, fifo=tmp_path / "fifo")] \
+        if where else []
+    result = subprocess.run(
+        [sys.executable, "-m", "monitor", "watch", "--headless", "--seconds", "0.5",
+         "--state-dir", str(state), "--log", str(log), *checkpoint], capture_output=True,
+        text=True, timeout=30, cwd=str(REPO), env={**os.environ, **env})
+    assert result.returncode == 2, result.stderr[-2000:]
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("clawwatch watch: checkpoint ") and why in line
+    assert "--no-checkpoint" in line
+
+
+class FullDisk(CheckpointStore):
+    """A checkpoint on a disk with no space left."""
+
+    def save(self, sources: dict) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_checkpoint_save_that_fails_while_watching_is_reported_once_and_watching_goes_on(
+        tmp_path: Path) -> None:
+    log = tmp_path / "gw.log"
+    log.write_bytes(log_line("one"))
+    records: list = []
+    monitor = Monitor(SourceSet(log_path=str(log)), None)
+    try:
+        run_live(monitor, records.extend, seconds=0.5, poll_seconds=0.1,
+                 store=FullDisk(str(tmp_path / "cp.json")), catch_up_quietly=False,
+                 stop=threading.Event())
+    finally:
+        monitor.sources.close()
+    failures = [r for r in records if isinstance(r, ErrorRecord) and r.source == "checkpoint"]
+    assert len(failures) == 1, failures
+    assert failures[0].message == \
+        f"checkpoint {tmp_path / 'cp.json'}: cannot write: No space left on device"
+
+
+def test_a_failing_save_is_reported_again_when_it_changes_or_after_a_while(
+        tmp_path: Path) -> None:
+    now = [0.0]
+    saver = CheckpointSaver(FullDisk(str(tmp_path / "cp.json")), clock=lambda: now[0])
+    assert "No space left" in saver.save({})
+    now[0] = FAILURE_REPORT_SECONDS - 1
+    assert saver.save({}) is None
+    now[0] = FAILURE_REPORT_SECONDS + 1
+    assert "No space left" in saver.save({})
+    saver.store = CheckpointStore(str(tmp_path / "cp.json"))
+    assert saver.save({}) is None and (tmp_path / "cp.json").exists()
+    saver.store = FullDisk(str(tmp_path / "cp.json"))
+    assert "No space left" in saver.save({})

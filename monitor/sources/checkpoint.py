@@ -5,12 +5,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
+import time
+from collections.abc import Callable
 
 from monitor import untrusted_json
-from monitor.sources.regular import open_regular_file
+from monitor.sources.regular import file_kind, open_regular_file
 
 CHECKPOINT_VERSION = 1
+#: A save that keeps failing (a full disk) is reported again at most this often.
+FAILURE_REPORT_SECONDS = 300.0
+
+
+class CheckpointPathError(Exception):
+    """The checkpoint cannot be written where it is asked for; the message says why."""
+
+
+def _cannot_write(path: str, exc: OSError) -> str:
+    return f"checkpoint {path}: cannot write: {exc.strerror or exc}"
 
 
 def default_checkpoint_path(state_dir: str | None, log_path: str | None, env=None, *,
@@ -46,6 +59,27 @@ class CheckpointStore:
         sources = data.get("sources")
         return sources if isinstance(sources, dict) else None
 
+    def check_writable(self) -> None:
+        """Raise ``CheckpointPathError`` unless a save can work: the path is a regular file
+        or nothing yet, and its directory can be made and written to."""
+        try:
+            mode = os.stat(self.path).st_mode
+        except FileNotFoundError:
+            mode = None
+        except OSError as exc:
+            raise CheckpointPathError(_cannot_write(self.path, exc)) from None
+        if mode is not None and not stat.S_ISREG(mode):
+            raise CheckpointPathError(f"checkpoint {self.path}: not a regular file "
+                                      f"({file_kind(mode)})")
+        directory = os.path.dirname(os.path.abspath(self.path))
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".checkpoint-", dir=directory)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            raise CheckpointPathError(_cannot_write(self.path, exc)) from None
+
     def save(self, sources: dict) -> None:
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
@@ -62,3 +96,30 @@ class CheckpointStore:
             except OSError:
                 pass
             raise
+
+
+class CheckpointSaver:
+    """Saves while watching, a failure (a full disk, a dir taken away) told, not raised: the
+    watcher goes on, and a restart re-reads from the last checkpoint that was saved."""
+
+    def __init__(self, store: CheckpointStore,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.store = store
+        self._clock = clock
+        self._reported: tuple[str, float] | None = None
+
+    def save(self, sources: dict) -> str | None:
+        """Save; on failure, the message to report, or None when the same failure was
+        reported less than ``FAILURE_REPORT_SECONDS`` ago."""
+        try:
+            self.store.save(sources)
+        except OSError as exc:
+            message = _cannot_write(self.store.path, exc)
+            now = self._clock()
+            if self._reported is not None and self._reported[0] == message \
+                    and now - self._reported[1] < FAILURE_REPORT_SECONDS:
+                return None
+            self._reported = (message, now)
+            return message
+        self._reported = None
+        return None
