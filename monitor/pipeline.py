@@ -37,6 +37,7 @@ from monitor.records import (
 from monitor.redaction import bounded
 from monitor.run_index import RunIndex
 from monitor.session_state import SessionState
+from monitor.sources.base import ERROR_SAMPLES_KEPT, sample_order
 from monitor.sources.sourceset import SourceSet
 from monitor.sources.transcript_light import CountOnly
 
@@ -44,15 +45,13 @@ from monitor.sources.transcript_light import CountOnly
 RUNS_KEPT = 4096
 # Seconds between two sweeps of the engine for idle sessions to hibernate (``step``).
 HIBERNATE_EVERY = 60.0
-#: Skipped records whose error the replay document shows (all are counted).
-INTERNAL_ERROR_SAMPLES = 5
 
 
 def _first_samples(samples: list[dict]) -> list[dict]:
-    """The ``INTERNAL_ERROR_SAMPLES`` first samples by where they were found: the same
-    whichever shards of a replay found them."""
-    return sorted(samples, key=lambda sample: (sample["path"], sample["message"])
-                  )[:INTERNAL_ERROR_SAMPLES]
+    """The first ``ERROR_SAMPLES_KEPT`` samples by place (``sample_order``), as a source
+    keeps its own: the same whichever shards of a replay found them."""
+    return sorted(samples, key=lambda sample: (sample_order(sample["path"], sample["where"]),
+                                               sample["message"]))[:ERROR_SAMPLES_KEPT]
 
 
 def history_cutoff(config, now: float | None = None) -> float | None:

@@ -48,7 +48,7 @@ from monitor.act.processes import ExecShell
 from monitor.act.runs import ExecPid
 from monitor.sources.event_blob import EventBlobError, decompress_event
 from monitor.sources.regular import check_sqlite_files, open_regular_file
-from monitor.sources.sqlite_guard import guard, not_plain_tables
+from monitor.sources.sqlite_guard import guard, refuse_other_schema
 from monitor.sources.sqlite_open import MAX_ROW_BYTES
 from monitor.sources.sqlite_ro import read_only_uri
 from monitor.sources.transcript import parse_timestamp
@@ -179,11 +179,12 @@ def _connect_ro(path: str) -> sqlite3.Connection:
     except OSError as exc:
         raise sqlite3.OperationalError(f"unable to open database file: {exc}") from None
     conn = guard(sqlite3.connect(uri, uri=True, timeout=2.0), MAX_ROW_BYTES)
-    conn.execute("PRAGMA query_only=1")
-    refused = not_plain_tables(conn, ("session_nodes", "transcript_events"))
-    if refused:
+    try:
+        conn.execute("PRAGMA query_only=1")
+        refuse_other_schema(conn, ("session_nodes", "transcript_events"))
+    except sqlite3.Error:
         conn.close()
-        raise sqlite3.DatabaseError(f"not OpenClaw's schema: {sorted(refused)}")
+        raise
     return conn
 
 

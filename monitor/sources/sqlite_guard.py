@@ -3,7 +3,7 @@
 An agent database is data like any transcript: whoever can write under the state dir can
 write it. Three things keep a crafted one from stopping clawwatch:
 
-* The tables read must be tables (``not_plain_tables``). A view of the same name runs its
+* The tables read must be tables (``refuse_other_schema``). A view of the same name runs its
   own query on every read, an endless recursive one included, and a virtual table runs a
   module's code; either is refused with the database, as a schema OpenClaw never writes.
 * No value longer than the cap a connection is given is ever materialised (SQLite's
@@ -73,3 +73,12 @@ def not_plain_tables(conn: sqlite3.Connection, names: tuple[str, ...]) -> dict[s
         elif isinstance(sql, str) and _VIRTUAL.match(sql):
             found[wanted[name.lower()]] = "virtual table"
     return found
+
+
+def refuse_other_schema(conn: sqlite3.Connection, names: tuple[str, ...]) -> None:
+    """Raise ``sqlite3.DatabaseError`` naming each of ``names`` that is not an ordinary
+    table (``not_plain_tables``): such a database is not read."""
+    refused = not_plain_tables(conn, names)
+    if refused:
+        raise sqlite3.DatabaseError("not OpenClaw's schema: " + ", ".join(
+            f"{name} is a {kind}" for name, kind in sorted(refused.items())))

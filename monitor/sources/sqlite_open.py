@@ -20,7 +20,7 @@ import sqlite3
 from monitor.events import SourceNotice
 from monitor.sources.regular import NotRegularFile, check_sqlite_files
 from monitor.sources.sqlite_cold import COLD_TABLE
-from monitor.sources.sqlite_guard import guard, not_plain_tables
+from monitor.sources.sqlite_guard import guard, refuse_other_schema
 from monitor.sources.sqlite_ro import read_only_uri, side_file_versions
 from monitor.sources.tail import DEFAULT_MAX_LINE_BYTES
 
@@ -69,10 +69,7 @@ class DatabaseConnection:
             conn = guard(sqlite3.connect(uri, uri=True, timeout=0.25, isolation_level=None,
                                          check_same_thread=False), MAX_ROW_BYTES)
             conn.execute("PRAGMA query_only = 1")
-            refused = not_plain_tables(conn, READ_TABLES)
-            if refused:
-                raise sqlite3.DatabaseError("not OpenClaw's schema: " + ", ".join(
-                    f"{name} is a {kind}" for name, kind in sorted(refused.items())))
+            refuse_other_schema(conn, READ_TABLES)
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             info = {
                 table: conn.execute(f"PRAGMA table_info({table})").fetchall()
