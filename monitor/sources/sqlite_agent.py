@@ -51,7 +51,7 @@ from monitor import untrusted_json
 from monitor.sources.base import Source
 from monitor.sources.event_blob import EventBlobError, decompress_event
 from monitor.sources.sqlite_cold import ColdReader, has_cold_table
-from monitor.sources.sqlite_guard import is_too_big
+from monitor.sources.sqlite_guard import is_too_big, stopping
 from monitor.sources.sqlite_index import SessionIndexRows
 from monitor.sources.sqlite_open import MAX_ROW_BYTES, DatabaseConnection, is_busy
 from monitor.sources.sqlite_ro import sql_int, type_name
@@ -145,6 +145,8 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
         except sqlite3.OperationalError as exc:
             if is_busy(exc):
                 self.busy_retries += 1
+                return out + pending
+            if stopping():      # interrupted by the stop: what was read before stands
                 return out + pending
             out.append(self.error("query", f"query failed: {exc}", shared=True))
             self._close()

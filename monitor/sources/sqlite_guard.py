@@ -9,37 +9,52 @@ write it. Three things keep a crafted one from stopping clawwatch:
 * No value longer than the cap a connection is given is ever materialised (SQLite's
   ``SQLITE_LIMIT_LENGTH``): a 900 MB ``event_json`` is a ``sqlite3.DataError`` for its row
   (``is_too_big``), not gigabytes of memory.
-* A statement running when the process is told to stop ends there (``stop_queries``, from
-  the signal handlers): SQLite calls the progress handler between its steps, so SIGTERM
-  is never held by a query.
+* A statement still running a moment after the process is told to stop ends there
+  (``stop_queries``, from the signal handlers): SQLite calls the progress handler between
+  its steps, so SIGTERM is never held by a query, and the reads a stop makes first finish.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 #: SQLite virtual-machine steps between two looks at the stop flag (a few microseconds).
 PROGRESS_STEPS = 10_000
+#: How long after a stop signal statements still run: a stopping monitor reads what is
+#: already there before it saves its checkpoint (``live.FINAL_READ_SECONDS``), and ends
+#: within 2 s of the signal.
+STOP_GRACE_SECONDS = 1.0
 
-_STOPPING = threading.Event()
+_stop_requested_at: list[float] = []
 _VIRTUAL = re.compile(r"\s*CREATE\s+VIRTUAL\b", re.IGNORECASE)
 
 
 def stop_queries() -> None:
-    """End every guarded statement now running or started later in this process (it fails
-    with ``sqlite3.OperationalError: interrupted``): the process is stopping."""
-    _STOPPING.set()
+    """The process is stopping: ``STOP_GRACE_SECONDS`` from now, every guarded statement
+    still running or started later fails (``sqlite3.OperationalError: interrupted``)."""
+    if not _stop_requested_at:
+        _stop_requested_at.append(time.monotonic())
+
+
+def stopping() -> bool:
+    """``stop_queries`` was called: an interrupted statement is the stop, not a fault."""
+    return bool(_stop_requested_at)
+
+
+def _past_grace() -> bool:
+    return bool(_stop_requested_at) and \
+        time.monotonic() - _stop_requested_at[0] > STOP_GRACE_SECONDS
 
 
 def guard(conn: sqlite3.Connection, max_value_bytes: int) -> sqlite3.Connection:
     """``conn``, made to fail a statement that reads a value past ``max_value_bytes`` and to
-    end any statement once ``stop_queries`` was called."""
+    end any statement once the grace after ``stop_queries`` is over."""
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_value_bytes)
-    conn.set_progress_handler(_STOPPING.is_set, PROGRESS_STEPS)
+    conn.set_progress_handler(_past_grace, PROGRESS_STEPS)
     return conn
 
 
