@@ -219,13 +219,14 @@ class SnapshotBuilder:
         for record in records:
             if not isinstance(record, ABSORBED):
                 continue                    # session and tool_call records: nothing to show
+            key = getattr(record, "key", None) or ""
             record = redacted(record)       # the alerts pane and status line: secrets masked
             if isinstance(record, FindingRecord):
-                added.append(self._alert("finding", record.level, record.key or "",
+                added.append(self._alert("finding", record.level, key,
                                          record.session_id or "", record.detector,
                                          record.count, record.tool, record.message, None))
             elif isinstance(record, ActionRecord):
-                added.append(self._alert("action", "action", record.key, "",
+                added.append(self._alert("action", "action", key, "",
                                          record.action or "action", 0, None,
                                          f"{'ok' if record.ok else 'FAILED'}: {record.detail}",
                                          None))

@@ -21,6 +21,7 @@ from monitor.demo.sim.session import FakeClock
 from monitor.demo.sim.simulator import Simulator
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor
+from monitor.records import FindingRecord
 from monitor.redaction import REDACTED, format_arguments, redact, redact_text, shown_start
 from monitor.session_state import SessionState
 from monitor.snapshot import STALL_AFTER_SECONDS, AlertEntry, SnapshotBuilder
@@ -341,6 +342,30 @@ def test_a_burst_waits_for_quiet_but_not_past_its_longest_and_names_its_sessions
     assert message == "5 criticals: a, b, c and 1 more\ngeneric_repeat (5)"
     title, message = burst_toast([alert(7, key="solo")])
     assert (title, message) == ("1 critical finding", "1 critical: solo\ngeneric_repeat ×20: m")
+
+
+def test_a_burst_toast_redacts_a_key_before_cutting_it():
+    token = "ghp_" + "C" * 36
+    key = "agent:main:hook:" + "x" * 55 + ":" + token
+    _, message = burst_toast([alert(1, key=key)])
+    assert "ghp_" not in message and ":«redact" in message
+
+
+def test_live_alerts_of_a_secret_bearing_key_are_acknowledged_by_that_key(tmp_path):
+    token = "ghp_" + "D" * 36
+    key = f"agent:main:hook:{token}"
+    monitor = Monitor(SourceSet(state_dir=str(tmp_path / "absent")),
+                      DetectionEngine(scene_config()))
+    builder = SnapshotBuilder(monitor, FixedClock(START))
+    builder.finish_scan()
+    record = FindingRecord(ts=None, key=key, session_id="s1", detector="generic_repeat",
+                           level="critical", count=20, tool=f"exec {token}", at_call=20,
+                           message=f"exec {token} repeated")
+    [live] = builder.absorb([record])
+    assert token not in live.message + (live.tool or "")
+    book = AlertBook(FixedClock(START))
+    alerts = builder.build().alerts
+    assert book.acknowledge(alerts, key) == 1 and book.unacked_critical(alerts) == []
 
 
 # ---------------------------------------------------------------- themes

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 
+from monitor.redaction import clip_redacted
 from monitor.snapshot import AlertEntry
 
 BELL_MIN_INTERVAL = 1.0
@@ -148,16 +149,17 @@ class CriticalBurst:
 
 def burst_toast(criticals: list[AlertEntry]) -> tuple[str, str]:
     """(title, message) of the one toast of a burst: "5 criticals: <sessions>" and what
-    fired. Raw data: the app's ``notify`` makes it printable."""
+    fired. Redacted before it is cut (a halved secret could escape its rule); the app's
+    ``notify`` makes it printable."""
     sessions = list(dict.fromkeys(a.session_key for a in criticals))
-    named = ", ".join(key[:80] for key in sessions[:BURST_NAMED])
+    named = ", ".join(clip_redacted(key, 80) for key in sessions[:BURST_NAMED])
     if len(sessions) > BURST_NAMED:
         named += f" and {len(sessions) - BURST_NAMED} more"
     count = len(criticals)
     lines = [f"{count} critical{'s' if count > 1 else ''}: {named}"]
     if count == 1:
         alert = criticals[0]
-        lines.append(f"{alert.detector} ×{alert.count}: {alert.message[:200]}")
+        lines.append(f"{alert.detector} ×{alert.count}: {clip_redacted(alert.message, 200)}")
     else:
         detectors: dict[str, int] = {}
         for alert in criticals:
