@@ -18,7 +18,7 @@ from monitor.discovery import (
     require_something,
 )
 from monitor.display import json_dumps, printable
-from monitor.named_inputs import unreadable_named_input
+from monitor.named_inputs import missing_log_note, unreadable_named_input
 from monitor.records import (
     ActionRecord,
     ErrorRecord,
@@ -204,6 +204,8 @@ def cmd_replay(args) -> int:
     document = redact_record(replay(what, config, DetectionEngine, args.jobs or default_jobs(),
                                     sources=sources,
                                     cache=None if args.no_cache else cache_dir()))
+    for note in sources.stream_notes():
+        _note(f"clawwatch: {note}")
     if args.json:
         sys.stdout.write(json_dumps(document) + "\n")
     else:
@@ -250,6 +252,7 @@ def cmd_watch(args) -> int:
             raise SetupError(str(exc)) from None
         if "openclaw" in _sources(args):
             _note(no_openclaw_note(found))
+        _note(missing_log_note(args, _sources(args)))
     config = _load_config(args.config)
     store = None
     if not args.no_checkpoint:
@@ -349,6 +352,7 @@ def cmd_dashboard(args) -> int:
             raise SetupError(str(exc)) from None
         if "openclaw" in _sources(args):
             _note(no_openclaw_note(found))
+        _note(missing_log_note(args, _sources(args)))
         options = _dashboard_actions(found, config, getattr(args, "act", None), args.gateway)
     hub, server = _start_metrics(args, config, None)
     try:

@@ -68,3 +68,13 @@ def unreadable_named_input(args, sources: frozenset[str]) -> str | None:
         if problem:
             return f"{named}: {problem}"
     return None
+
+
+def missing_log_note(args, sources: frozenset[str]) -> str | None:
+    """What ``watch`` and the dashboard say of a ``--log`` named to them that is not there
+    yet: it is watched for (a gateway may not have written its first line). One that is
+    there but cannot be read is reported as it is read, like every hostile file."""
+    if "openclaw" not in sources or not args.log or args.log == "-" \
+            or os.path.lexists(os.path.expanduser(args.log)):
+        return None
+    return f"clawwatch: --log {args.log} is not there yet; it is read once it appears"

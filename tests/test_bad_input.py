@@ -596,6 +596,15 @@ def test_replay_cli_over_a_named_input_it_cannot_read_exits_2_with_one_line(
     assert named.format(**places) in result.stderr and "Traceback" not in result.stderr
 
 
+def test_watch_says_it_waits_for_a_named_log_not_there_yet(tmp_path: Path) -> None:
+    state, _, _ = bad_state_dir(tmp_path / "state")
+    later = tmp_path / "later" / "gateway.log"
+    waiting = run_cli("watch", "--headless", "--no-checkpoint", "--seconds", "0.2",
+                      "--state-dir", str(state), "--log", str(later), timeout=20)
+    assert waiting.returncode == 0, waiting.stderr
+    assert f"--log {later} is not there yet; it is read once it appears" in waiting.stderr
+
+
 def deep_call_transcript(path: Path, depth: int) -> None:
     """A transcript whose one tool call's arguments nest ``depth`` lists deep: decodable,
     but deep enough to exhaust the stack of any recursive consumer after the decoder."""

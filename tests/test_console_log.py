@@ -470,10 +470,19 @@ def test_journal_replay_reads_the_unit_to_its_end(tmp_path):
         "diagnostic", UNINDEXED_LOOP), as_bytes=True)])
     env = clean_env(tmp_path, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     result = cli(tmp_path, "replay", "--json", "--journal", "openclaw", env=env)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0 and "no entry" not in result.stderr, result.stderr
     assert set(findings_by_key(json.loads(result.stdout))) == {"agent:main:nobody"}
     [argv] = [json.loads(line) for line in (bin_dir / "argv.json").read_text().splitlines()]
     assert "--follow" not in argv and "--unit=openclaw" in argv
+
+
+def test_journal_replay_of_a_unit_without_entries_says_to_check_its_name(tmp_path):
+    bin_dir = fake_journalctl(tmp_path, [])
+    env = clean_env(tmp_path, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    result = cli(tmp_path, "replay", "--json", "--journal", "openclaw-gatway", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "--journal openclaw-gatway: journalctl has no entry of this unit" in result.stderr
+    assert "systemctl list-units" in result.stderr
 
 
 def test_journal_without_journalctl_is_exit_2_saying_so(tmp_path):

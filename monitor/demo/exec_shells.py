@@ -23,6 +23,8 @@ from pathlib import Path
 
 import psutil
 
+from monitor.demo.sim.transcript import to_ms
+
 TASK_RUNS_SQL = """
 CREATE TABLE IF NOT EXISTS task_runs (
   task_id TEXT PRIMARY KEY, runtime TEXT, task_kind TEXT, requester_session_key TEXT,
@@ -31,10 +33,6 @@ CREATE TABLE IF NOT EXISTS task_runs (
   ended_at INTEGER)
 """
 END_GRACE_SECONDS = 3.0
-
-
-def to_ms(seconds: float) -> int:
-    return int(seconds * 1000)
 
 
 @dataclass

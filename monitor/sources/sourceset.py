@@ -307,6 +307,10 @@ class SourceSet:
         """What made a stream source fail (journalctl exiting with an error)."""
         return [s.failure for s in self.sources if getattr(s, "failure", None)]
 
+    def stream_notes(self) -> list[str]:
+        """What an ended stream source has to say though it did not fail (no entries)."""
+        return [s.empty_note for s in self.sources if getattr(s, "empty_note", None)]
+
     def attach_waker(self, wake) -> None:
         """Stream sources call ``wake`` (from their reader thread) when data arrives."""
         for source in self.sources:

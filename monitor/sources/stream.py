@@ -260,9 +260,12 @@ class JournalSource(StreamLogSource):
         self.cursor = cursor
         #: journalctl ended with a failure (its exit status and what it said).
         self.failure: str | None = None
+        self.unit = unit
+        self.lines_read = 0
 
     def _emit_line(self, data: bytes, path: str, offset: int | str, out: list) -> None:
         super()._emit_line(data, path, offset, out)
+        self.lines_read += 1
         if data.startswith(b'{"') and b'"__CURSOR"' in data:
             try:
                 entry = untrusted_json.loads(data)
@@ -282,8 +285,19 @@ class JournalSource(StreamLogSource):
             self.failure = f"journalctl exited with status {status}" + (
                 f": {said}" if said else "")
             out.append(self.error("-", self.failure))
+        elif self.empty_note:
+            out.append(SourceNotice(self.kind, self.path, self.empty_note))
         else:
             out.append(SourceNotice(self.kind, self.path, "journalctl ended"))
+
+    @property
+    def empty_note(self) -> str | None:
+        """What to say when journalctl ended having given nothing: it is silent about a
+        unit it does not know, so a mistyped name would look like a quiet gateway."""
+        if not self.finished or self.failure or self.lines_read or self.cursor:
+            return None
+        return (f"--journal {self.unit}: journalctl has no entry of this unit "
+                "(check its name with: systemctl list-units --all)")
 
     def _said(self) -> str:
         try:
