@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -188,3 +189,35 @@ def test_watch_act_auto_ends_within_2_s_of_sigterm_with_a_gateway_that_never_ans
     assert not any(record["ok"] for record in actions)
     cancelled = next(record for record in actions if record["detail"] != DROPPED)
     assert "cancelled: clawwatch is stopping" in cancelled["detail"]
+
+
+def test_watch_ends_within_2_s_of_sigterm_with_webhooks_queued_to_a_receiver_that_stalls(
+        tmp_path):
+    """Every critical of three loops is posted to a receiver that takes the request and
+    never answers (5 retries of 10 s each): the queue cannot drain, and the stop still comes
+    in time."""
+    from test_act_webhooks import Receiver
+
+    loops = [dataclasses.replace(hammer(limit=40), name=f"hammer{n}") for n in range(3)]
+    state_dir, log = write_state_dir(tmp_path, "legacy", loops)
+    receiver = Receiver(stall=threading.Event())
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps({"alerts": {"webhooks": [
+        {"url": receiver.url, "timeout_seconds": 10, "retries": 5, "min_level": "warning"}]}}))
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--from-start",
+         "--no-checkpoint", "--poll", "0.2", "--config", str(config), "--state-dir",
+         str(state_dir), "--log", str(log)],
+        cwd=REPO, env=clean_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        wait_for(lambda: receiver.requests, "a webhook posted", timeout=60)
+        watch.send_signal(signal.SIGTERM)
+        elapsed = ended_within(watch, 10)
+        _, err = watch.communicate()
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+        receiver.close()
+    assert elapsed < STOP_BOUND_SECONDS
+    assert watch.returncode == 0, err

@@ -14,6 +14,7 @@ records for failed webhook deliveries. Nothing here waits for the network.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from monitor.act.audit import AuditedController, AuditLog, now_iso
@@ -23,6 +24,9 @@ from monitor.act.hung import HungProcessWatcher
 from monitor.act.policy import CLOSE_WAIT_SECONDS, ActionPolicy
 from monitor.act.webhooks import WebhookNotifier
 from monitor.records import ActionRecord, ErrorRecord, FindingRecord, Record
+
+#: What queued webhooks get at exit when a running action took the whole close time.
+WEBHOOK_CLOSE_FLOOR_SECONDS = 0.25
 
 
 class ActionLoop:
@@ -72,12 +76,14 @@ class ActionLoop:
 
     def close(self, timeout: float = CLOSE_WAIT_SECONDS) -> list[ActionRecord]:
         """Stop acting (``ActionPolicy.close``: queued actions dropped, the running one
-        cancelled and waited for up to ``timeout``), deliver queued webhooks (bounded);
-        returns the last records."""
+        cancelled and waited for up to ``timeout``), deliver queued webhooks in what is left
+        of ``timeout`` (``WEBHOOK_CLOSE_FLOOR_SECONDS`` at least); returns the last records."""
+        started = time.monotonic()
         self.policy.close(timeout)
         last = self.policy.drain()
         if self.notifier is not None:
-            self.notifier.close()
+            self.notifier.close(max(WEBHOOK_CLOSE_FLOOR_SECONDS,
+                                    timeout - (time.monotonic() - started)))
         self.policy.controller.close()
         return last
 

@@ -32,6 +32,7 @@ import json
 import queue
 import re
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 
@@ -256,8 +257,11 @@ class WebhookNotifier:
             errors.append(self.errors.popleft())
         return errors
 
-    def close(self, timeout: float = 2.0) -> None:
-        """Deliver what is queued within ``timeout`` seconds, then stop."""
+    def close(self, timeout: float = 1.0) -> None:
+        """Deliver what is queued within ``timeout`` seconds in all, then stop: what is not
+        delivered by then is given up (a post still waiting on its receiver goes with the
+        daemon worker), so a stopping clawwatch ends in time."""
+        deadline = time.monotonic() + timeout
         if self.webhooks and self._thread.is_alive():
             self.flush(timeout)
             self._stop.set()
@@ -265,8 +269,9 @@ class WebhookNotifier:
                 self._queue.put_nowait(None)
             except queue.Full:
                 pass
-            self._thread.join(timeout=1.0)
-        self._client.close()
+            self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        if not self._thread.is_alive():
+            self._client.close()
 
 
 def _safe_url(url: str) -> str:
