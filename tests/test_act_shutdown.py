@@ -64,6 +64,29 @@ def audit_entries(path: Path) -> list[dict]:
         else []
 
 
+def watch_stopped_when(tmp_path: Path, args: list[str], ready, what: str, *, env=None,
+                       closing=None) -> tuple[float, str, str]:
+    """Run ``clawwatch watch --headless --json ARGS``, send SIGTERM once ``ready()`` holds,
+    and return (seconds it took to end, its stdout, its stderr); ``closing`` is closed last."""
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--from-start",
+         "--no-checkpoint", "--poll", "0.2", *args],
+        cwd=REPO, env=env or clean_env(tmp_path), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(ready, what, timeout=60)
+        watch.send_signal(signal.SIGTERM)
+        elapsed = ended_within(watch, 10)
+        out, err = watch.communicate()
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+        if closing is not None:
+            closing.close()
+    assert watch.returncode == 0, err
+    return elapsed, out, err
+
+
 def ended_within(popen: subprocess.Popen, seconds: float) -> float:
     """Seconds ``popen`` took to end (at most ``seconds``; killed and failed beyond)."""
     started = time.monotonic()
@@ -163,23 +186,12 @@ def test_watch_act_auto_ends_within_2_s_of_sigterm_with_a_gateway_that_never_ans
     gateway = FakeGateway("stall-http")
     audit = tmp_path / "xdg-state" / "clawwatch" / "audit.jsonl"
     env = clean_env(tmp_path, CLAWWATCH_ACTIONS__ON_CRITICAL="stop")
-    watch = subprocess.Popen(
-        [sys.executable, "-m", "monitor", "watch", "--headless", "--act", "auto", "--json",
-         "--from-start", "--no-checkpoint", "--poll", "0.2", "--state-dir", str(state_dir),
-         "--log", str(log), "--gateway", gateway.url],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for(lambda: sum(entry["event"] == "attempt" for entry in audit_entries(audit))
-                 == 3 and gateway.connections, "three actions under way", timeout=60)
-        watch.send_signal(signal.SIGTERM)
-        elapsed = ended_within(watch, 10)
-        out, err = watch.communicate()
-    finally:
-        if watch.poll() is None:
-            watch.kill()
-        gateway.close()
+    elapsed, out, _ = watch_stopped_when(
+        tmp_path, ["--act", "auto", "--state-dir", str(state_dir), "--log", str(log),
+                   "--gateway", gateway.url],
+        lambda: sum(entry["event"] == "attempt" for entry in audit_entries(audit)) == 3
+        and gateway.connections, "three actions under way", env=env, closing=gateway)
     assert elapsed < STOP_BOUND_SECONDS
-    assert watch.returncode == 0, err
     events = sorted(entry["event"] for entry in audit_entries(audit)
                     if entry["event"] != "suppressed")     # the cooldown's, not actions
     assert events == ["attempt"] * 3 + ["dropped"] * 2 + ["result"]
@@ -204,20 +216,7 @@ def test_watch_ends_within_2_s_of_sigterm_with_webhooks_queued_to_a_receiver_tha
     config = tmp_path / "config.yaml"
     config.write_text(json.dumps({"alerts": {"webhooks": [
         {"url": receiver.url, "timeout_seconds": 10, "retries": 5, "min_level": "warning"}]}}))
-    watch = subprocess.Popen(
-        [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--from-start",
-         "--no-checkpoint", "--poll", "0.2", "--config", str(config), "--state-dir",
-         str(state_dir), "--log", str(log)],
-        cwd=REPO, env=clean_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
-    try:
-        wait_for(lambda: receiver.requests, "a webhook posted", timeout=60)
-        watch.send_signal(signal.SIGTERM)
-        elapsed = ended_within(watch, 10)
-        _, err = watch.communicate()
-    finally:
-        if watch.poll() is None:
-            watch.kill()
-        receiver.close()
+    elapsed, _, _ = watch_stopped_when(
+        tmp_path, ["--config", str(config), "--state-dir", str(state_dir), "--log", str(log)],
+        lambda: receiver.requests, "a webhook posted", closing=receiver)
     assert elapsed < STOP_BOUND_SECONDS
-    assert watch.returncode == 0, err
