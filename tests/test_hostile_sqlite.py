@@ -23,7 +23,7 @@ from chaos_writer import AGENT_DDL, assistant_tool_call, dumps, session_header
 
 from monitor.act import evidence as ev
 from monitor.events import SourceError, ToolCall
-from monitor.sources import sqlite_agent
+from monitor.sources import sqlite_event_rows
 from monitor.sources.sqlite_agent import SqliteAgentSource
 from monitor.sources.sqlite_ro import BadRow, check_row
 
@@ -221,14 +221,14 @@ def test_an_unexpected_failure_on_one_row_is_reported_and_the_poll_goes_on(tmp_p
     conn = make_db(db_path)
     add_session(conn, GOOD_KEY, GOOD_SID, 3)
     conn.close()
-    real = sqlite_agent.parse_entry
+    real = sqlite_event_rows.parse_entry
 
     def parse_entry(entry, sid, origin):
         if origin.endswith(":2"):
             raise RuntimeError("a bug nobody foresaw")
         return real(entry, sid, origin)
 
-    monkeypatch.setattr(sqlite_agent, "parse_entry", parse_entry)
+    monkeypatch.setattr(sqlite_event_rows, "parse_entry", parse_entry)
     source = SqliteAgentSource(str(db_path), "main")
     events = source.poll()
     assert [e.call_id for e in events if isinstance(e, ToolCall)] == [

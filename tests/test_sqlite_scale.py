@@ -16,7 +16,8 @@ import pytest
 from monitor.demo.sim import transcript as tx
 from monitor.demo.sim.sqlite_writer import SqliteAgentWriter
 from monitor.events import SessionInfo, SourceError, SourceNotice
-from monitor.sources.sqlite_agent import NEW_ROWS_SQL, SqliteAgentSource
+from monitor.sources.sqlite_agent import SqliteAgentSource
+from monitor.sources.sqlite_unread import NEW_ROWS_SQL
 
 UNBOUNDED = {"poll_budget_bytes": 1 << 40, "step_rows": 1 << 40}
 SMALL_STEP = {"poll_budget_bytes": 48 * 1024, "step_rows": 40}

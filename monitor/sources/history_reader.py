@@ -115,7 +115,6 @@ def _transcript_parts(request: HistoryRequest, count_only, newest: dict, given, 
 
 def _session_parts(request: HistoryRequest, count_only, newest: dict, given, send) -> None:
     from monitor.sources.sqlite_agent import SqliteAgentSource
-    from monitor.sources.sqlite_guard import is_too_big
 
     source = SqliteAgentSource(request.path, request.agent_id)
     source.count_only = count_only
@@ -138,9 +137,7 @@ def _session_parts(request: HistoryRequest, count_only, newest: dict, given, sen
                     rows += 1
                     size += part.add(source.read_row, row)
             except sqlite3.DataError as exc:     # a value past the row cap: passed
-                if not (is_too_big(exc) and source.pass_oversized_row(conn, sid, part.events,
-                                                                       part)):
-                    raise
+                source.pass_oversized_row_or_raise(exc, conn, sid, part.events, part)
                 last = False
             finally:
                 found.close()

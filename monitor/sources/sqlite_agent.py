@@ -9,19 +9,19 @@ snapshot):
 
 * ``session_nodes`` / ``session_windows`` rows updated since the last poll
   become ``SessionInfo`` records (the first poll emits the whole index; ``sqlite_index``);
-* transcript rows are read per session by ``(session_id, seq)`` keyset. The
-  sessions to read are kept in a pending set, fed by the rows past the rowid
-  high-water mark (a rowid range search) and, on the first poll after an
-  open and every ``sweep_seconds``, by every session whose ``MAX(seq)`` is
-  past its cursor (this covers rowid reuse, a VACUUM that renumbered rows and
-  a resume from a checkpoint). Pending sessions are read most recently written
-  first (highest rowid), so a dashboard catching up shows live sessions first.
+* transcript rows are read per session by ``(session_id, seq)`` keyset, for the
+  sessions in a pending set of those that may have rows past their cursor, fed by
+  a rowid range search and, on the first poll after an open and every
+  ``sweep_seconds``, by a sweep of every session's ``MAX(seq)`` (``sqlite_unread``).
+  Pending sessions are read most recently written first (highest rowid), so a
+  dashboard catching up shows live sessions first, and each row becomes events
+  (``sqlite_event_rows``).
 
 One poll reads at most ``poll_budget_bytes`` of decoded event JSON or ``step_rows``
 rows; when it stops there with a row already readable it sets ``behind``, and
 the next poll carries on from the per-session cursors. ``backlog_bytes``
 estimates what is left from the pending sessions' unread seq range times the
-average decoded row size read so far.
+average decoded row size read so far (``sqlite_unread``).
 
 ``event_zstd`` rows are decoded with ``zstandard``. Busy or locked databases,
 a database that appears after start, one replaced underneath, and a newer
@@ -36,27 +36,27 @@ Tables that are not STRICT hold values of any type, so every row is checked
 (``sqlite_ro.check_row``) before it is used: a row whose session id is not text, whose
 ``seq`` or ``updated_at`` is not an integer in range, or whose ``entry_json`` is not text is
 reported once, naming the table and rowid (or ``session_id:seq``), and skipped; the rest
-flows. A row that still fails to read is reported as ``internal`` and skipped, and a poll
-that fails anyway is reported and the database read again once it changes.
+flows. A row holding a value past ``MAX_ROW_BYTES`` is reported by its rowid and passed,
+its neighbours read (``sqlite_event_rows``). A row that still fails to read is reported as
+``internal`` and skipped, and a poll that fails anyway is reported and the database read
+again once it changes.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import time
 
 import zstandard
 
-from monitor import untrusted_json
 from monitor.sources.base import Source
-from monitor.sources.event_blob import EventBlobError, decompress_event
 from monitor.sources.sqlite_cold import ColdReader, has_cold_table
+from monitor.sources.sqlite_event_rows import EventRows
 from monitor.sources.sqlite_guard import is_too_big, stopping
 from monitor.sources.sqlite_index import SessionIndexRows
-from monitor.sources.sqlite_open import MAX_ROW_BYTES, DatabaseConnection, is_busy
+from monitor.sources.sqlite_open import DatabaseConnection, is_busy
 from monitor.sources.sqlite_ro import sql_int, type_name
 from monitor.sources.sqlite_split import SqliteSplitting
-from monitor.sources.transcript import UnknownEntry, parse_entry
+from monitor.sources.sqlite_unread import ASSUMED_ROW_BYTES, UnreadSessions
 
 #: Decoded event JSON one poll reads at most (overshoot: one row, at most MAX_EVENT_BYTES).
 STEP_BUDGET_BYTES = 32 * 1024 * 1024
@@ -64,17 +64,14 @@ STEP_BUDGET_BYTES = 32 * 1024 * 1024
 STEP_BUDGET_ROWS = 20_000
 #: Rows read between two looks at the step's deadline.
 DEADLINE_CHECK_ROWS = 256
-#: Average decoded row size assumed for ``backlog_bytes`` until a row has been read.
-ASSUMED_ROW_BYTES = 1024
-#: Sessions with rows past the rowid high-water mark: a rowid range search, no index scan.
-NEW_ROWS_SQL = "SELECT session_id, seq, rowid FROM transcript_events WHERE rowid > ?"
-#: Every session's highest seq and rowid: a scan of the (session_id, seq) index.
-SWEEP_SQL = "SELECT session_id, max(seq), max(rowid) FROM transcript_events GROUP BY session_id"
 #: Bad rows remembered so that each is reported once (forgotten all at once past this).
 BAD_ROWS_KEPT = 10_000
 
 
-class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, Source):
+class SqliteAgentSource(DatabaseConnection, SessionIndexRows, UnreadSessions, EventRows,
+                        SqliteSplitting, Source):
+    """One agent database's sessions and transcripts, read a budgeted step per poll."""
+
     kind = "sqlite"
 
     def __init__(self, db_path: str, agent_id: str, *, resume: dict | None = None,
@@ -219,55 +216,12 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
         where = f"{table}/rowid {rowid}" if isinstance(rowid, int) else table
         out.append(self.error(where, f"row skipped: {message}", shared=shared))
 
-    def _candidate_sessions(self, conn: sqlite3.Connection, out: list
-                            ) -> dict[str, tuple[int, int]]:
-        """Sessions that may have rows past their cursor, each with the highest rowid and
-        seq seen for it. A sweep, when due, finds every such session, so the rowid range
-        is only searched between sweeps."""
-        found: dict[str, tuple[int, int]] = {}
-        top = sql_int(conn.execute("SELECT max(rowid) FROM transcript_events").fetchone()[0],
-                      low=-(2**63), high=2**63 - 1) or 0
-        now = time.monotonic()
-        if now - self._last_sweep >= self.sweep_seconds or top < self.row_watermark:
-            self._last_sweep = now
-            self._swept = True
-            for sid, max_seq, last_rowid in conn.execute(SWEEP_SQL):
-                if max_seq is not None:
-                    self._note_candidate(found, sid, max_seq, last_rowid, out)
-        elif top > self.row_watermark:
-            for sid, seq, rowid in conn.execute(NEW_ROWS_SQL, (self.row_watermark,)):
-                self._note_candidate(found, sid, seq, rowid, out)
-        self.row_watermark = top
-        return found
-
-    def _note_candidate(self, found: dict, sid, seq, rowid, out: list) -> None:
-        """Add ``sid`` to ``found`` when ``seq`` is past its cursor. A session id that is not
-        text is reported (once) and left; a ``seq`` that is not an integer in range makes the
-        session worth reading from its cursor, where the bad row is reported and skipped."""
-        rowid = sql_int(rowid, low=-(2**63), high=2**63 - 1) or 0
-        if not isinstance(sid, str):
-            self._bad_row(out, "transcript_events", rowid, (type_name(sid), sid),
-                          f"session_id is {type_name(sid)}, not text")
-            return
-        if not self.wants_session(sid):
-            return
-        cursor = self.seq_cursor.get(sid, -1)
-        seq = sql_int(seq)
-        seq = cursor + 1 if seq is None else seq
-        if seq <= cursor:
-            return
-        seen = found.get(sid)
-        found[sid] = (rowid, seq) if seen is None else (max(seen[0], rowid), max(seen[1], seq))
-
     def _read_transcripts(self, conn: sqlite3.Connection, out: list) -> None:
         columns = self._columns.get("transcript_events", set())
         if not {"session_id", "seq", "event_json"} <= columns:
             return
         self._swept = False
-        for sid, (rowid, seq) in self._candidate_sessions(conn, out).items():
-            seen = self._pending.get(sid)
-            self._pending[sid] = (rowid, seq) if seen is None else (
-                max(seen[0], rowid), max(seen[1], seq))
+        self._gather_pending(conn, out)
         sql = self.rows_sql()
         spent_bytes = spent_rows = 0
         if not self._split_planned:
@@ -295,9 +249,8 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
                         spent_bytes += self.read_row(sid, row, out) if summing is None \
                             else summing.add(self.read_row, row)
                 except sqlite3.DataError as exc:
-                    if is_too_big(exc) and self.pass_oversized_row(conn, sid, out, summing):
-                        continue
-                    raise
+                    self.pass_oversized_row_or_raise(exc, conn, sid, out, summing)
+                    continue
                 finally:
                     rows.close()
                     if summing is not None:
@@ -313,120 +266,6 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, SqliteSplitting, S
             self.behind = bool(self._cold.due)
         self._rows_read += spent_rows
         self._decoded_bytes_read += spent_bytes
-
-    def pass_oversized_row(self, conn: sqlite3.Connection, sid: str, out: list,
-                            summing) -> bool:
-        """A row of the session holds a value past ``MAX_ROW_BYTES`` (SQLite refused to read
-        it): the next two rows past the cursor are read one at a time, since the cursor
-        steps one row ahead of the one it returns and the row before the refused one was
-        lost with the error. The refused row is reported and passed; False when none is
-        found, or its seq is not an integer past the cursor (the session is read no
-        further now)."""
-        cursor = self.seq_cursor.get(sid, -1)
-        ahead = conn.execute("SELECT seq, rowid FROM transcript_events WHERE session_id = ? "
-                             "AND seq > ? ORDER BY seq LIMIT 2", (sid, cursor)).fetchall()
-        for seq, rowid in ahead:
-            try:
-                row = conn.execute(self.rows_sql() + " LIMIT 1",
-                                   (sid, self.seq_cursor.get(sid, -1))).fetchone()
-            except sqlite3.DataError as exc:
-                if not is_too_big(exc):
-                    raise
-                self._bad_row(out, "transcript_events", rowid, (sid, seq),
-                              f"a value longer than {MAX_ROW_BYTES} bytes", shared=False)
-                if sql_int(seq) is None or seq <= self.seq_cursor.get(sid, -1):
-                    return False
-                self.seq_cursor[sid] = seq
-                return True
-            if row is not None and summing is None:
-                self.read_row(sid, row, out)
-            elif row is not None:
-                summing.add(self.read_row, row)
-        return False
-
-    def rows_sql(self) -> str:
-        """The query of one session's rows past a seq, in seq order."""
-        zstd_columns = ("event_zstd, event_utf8_bytes"
-                        if {"event_zstd", "event_utf8_bytes"} <= self._columns.get(
-                            "transcript_events", set()) else "NULL, NULL")
-        return (f"SELECT seq, event_json, {zstd_columns}, rowid FROM transcript_events "
-                "WHERE session_id = ? AND seq > ? ORDER BY seq")
-
-    def read_row(self, sid: str, row: tuple, out: list) -> int:
-        """One row of ``rows_sql`` into ``out``, its seq the session's cursor; its decoded
-        size (``_emit_row``)."""
-        seq, event_json, event_zstd, utf8_bytes, rowid = row
-        if sql_int(seq) is None:            # text, blob, real or out of range: after ints
-            self._bad_row(out, "transcript_events", rowid, (sid, seq),
-                          f"seq is {type_name(seq)}, not an integer in range", shared=False)
-            return 0
-        size = 0
-        try:
-            size = self._emit_row(sid, seq, event_json, event_zstd, utf8_bytes, out)
-        except Exception as exc:            # one row must not stop the poll
-            out.append(self.error(f"{sid}:{seq}", f"internal: row skipped: "
-                                                   f"{type(exc).__name__}: {exc}"))
-        self.seq_cursor[sid] = seq
-        return size
-
-    @property
-    def backlog_bytes(self) -> int:
-        """Worked out when asked (a snapshot, a metrics scrape), not after every poll: a
-        first scan's polls outnumber its snapshots, and each would sum thousands of
-        sessions."""
-        return self._estimate_backlog() + self._cold.backlog()
-
-    def _estimate_backlog(self) -> int:
-        """Unread rows of the pending sessions (by seq range, which OpenClaw allocates densely)
-        times the average decoded row size read so far: no query, no table scan."""
-        rows_left = sum(max(0, top_seq - self.seq_cursor.get(sid, -1))
-                        for sid, (_, top_seq) in self._pending.items())
-        average = (self._decoded_bytes_read // self._rows_read if self._rows_read
-                   else ASSUMED_ROW_BYTES)
-        return rows_left * average
-
-    def _emit_row(self, sid: str, seq: int, event_json, event_zstd, utf8_bytes, out: list
-                  ) -> int:
-        """Parse one row into ``out``; returns its decoded size (stored size when it cannot be
-        decoded), which is what the step budget counts."""
-        where = f"{sid}:{seq}"
-        origin = f"{self.path}#{where}"
-        if event_json is None and event_zstd is not None:
-            event_json = self._decode_zstd(where, event_zstd, utf8_bytes, out)
-            if event_json is None:
-                return len(event_zstd) if isinstance(event_zstd, (bytes, str)) else 0
-        if event_json is None:
-            out.append(self.error(where, "row has neither event_json nor event_zstd"))
-            return 0
-        size = len(event_json) if isinstance(event_json, (bytes, str)) else 0
-        if size:
-            counted = self.counted(event_json, sid, origin)
-            if counted is not None:
-                out.extend(counted)
-                return size
-        try:
-            entry = untrusted_json.loads(event_json)
-        except (ValueError, UnicodeDecodeError, TypeError) as exc:
-            out.append(self.error(where, f"invalid event JSON: {exc}"))
-            return size
-        try:
-            events = parse_entry(entry, sid, origin)
-        except UnknownEntry as exc:
-            out.append(self.error(where, str(exc)))
-            return size
-        except ValueError as exc:
-            out.append(self.error(where, f"unreadable event: {exc}"))
-            return size
-        self.events += len(events)
-        out.extend(events)
-        return size
-
-    def _decode_zstd(self, where: str, data, utf8_bytes, out: list) -> bytes | None:
-        try:
-            return decompress_event(self._decompressor, data, utf8_bytes)
-        except EventBlobError as exc:
-            out.append(self.error(where, f"cannot decode event_zstd: {exc}"))
-            return None
 
     def connect(self) -> sqlite3.Connection | None:
         """The database opened as a poll opens it (a history reader's), None when it

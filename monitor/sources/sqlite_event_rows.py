@@ -1,0 +1,139 @@
+"""One session's ``transcript_events`` rows, read in seq order and turned into events.
+
+A row holds its event as ``event_json`` text or as an ``event_zstd`` blob (decoded with
+``zstandard``), and its seq becomes the session's cursor. Each row is checked before it is
+used: one whose ``seq`` is not an integer in range is reported once (``table/rowid N``) and
+skipped; an event that cannot be decoded, parsed or understood is reported under
+``session_id:seq``, and any other failure on one row as ``internal``, and the rows after it
+are read on.
+
+A value past ``MAX_ROW_BYTES`` is never read: SQLite refuses the statement reading it
+(``sqlite_guard.is_too_big``), so the loop reading a session's rows hands that error to
+``pass_oversized_row_or_raise``, which reports the row, moves the cursor past it and lets
+the loop query again from there.
+
+``EventRows`` is a mixin of ``SqliteAgentSource``, sharing its state and its ``_bad_row``;
+a history reader (``history_reader``) and the cold archives (``sqlite_cold``) read rows
+through it too.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from monitor import untrusted_json
+from monitor.sources.event_blob import EventBlobError, decompress_event
+from monitor.sources.sqlite_guard import is_too_big
+from monitor.sources.sqlite_open import MAX_ROW_BYTES
+from monitor.sources.sqlite_ro import sql_int, type_name
+from monitor.sources.transcript import UnknownEntry, parse_entry
+
+
+class EventRows:
+    """Reads a session's transcript rows into events, advancing its seq cursor."""
+
+    def rows_sql(self) -> str:
+        """The query of one session's rows past a seq, in seq order."""
+        zstd_columns = ("event_zstd, event_utf8_bytes"
+                        if {"event_zstd", "event_utf8_bytes"} <= self._columns.get(
+                            "transcript_events", set()) else "NULL, NULL")
+        return (f"SELECT seq, event_json, {zstd_columns}, rowid FROM transcript_events "
+                "WHERE session_id = ? AND seq > ? ORDER BY seq")
+
+    def read_row(self, sid: str, row: tuple, out: list) -> int:
+        """One row of ``rows_sql`` into ``out``, its seq the session's cursor; its decoded
+        size (``_emit_row``)."""
+        seq, event_json, event_zstd, utf8_bytes, rowid = row
+        if sql_int(seq) is None:            # text, blob, real or out of range: after ints
+            self._bad_row(out, "transcript_events", rowid, (sid, seq),
+                          f"seq is {type_name(seq)}, not an integer in range", shared=False)
+            return 0
+        size = 0
+        try:
+            size = self._emit_row(sid, seq, event_json, event_zstd, utf8_bytes, out)
+        except Exception as exc:            # one row must not stop the poll
+            out.append(self.error(f"{sid}:{seq}", f"internal: row skipped: "
+                                                   f"{type(exc).__name__}: {exc}"))
+        self.seq_cursor[sid] = seq
+        return size
+
+    def pass_oversized_row_or_raise(self, exc: sqlite3.DataError, conn: sqlite3.Connection,
+                                    sid: str, out: list, summing) -> None:
+        """``exc`` ended a read of the session's rows: when it is SQLite refusing a value
+        past ``MAX_ROW_BYTES`` and the refused row is passed (``pass_oversized_row``), the
+        caller reads the session again from its cursor; otherwise ``exc`` is raised again."""
+        if not (is_too_big(exc) and self.pass_oversized_row(conn, sid, out, summing)):
+            raise exc
+
+    def pass_oversized_row(self, conn: sqlite3.Connection, sid: str, out: list,
+                           summing) -> bool:
+        """A row of the session holds a value past ``MAX_ROW_BYTES`` (SQLite refused to read
+        it): the next two rows past the cursor are read one at a time, since the cursor
+        steps one row ahead of the one it returns and the row before the refused one was
+        lost with the error. The refused row is reported and passed; False when none is
+        found, or its seq is not an integer past the cursor (the session is read no
+        further now)."""
+        cursor = self.seq_cursor.get(sid, -1)
+        ahead = conn.execute("SELECT seq, rowid FROM transcript_events WHERE session_id = ? "
+                             "AND seq > ? ORDER BY seq LIMIT 2", (sid, cursor)).fetchall()
+        for seq, rowid in ahead:
+            try:
+                row = conn.execute(self.rows_sql() + " LIMIT 1",
+                                   (sid, self.seq_cursor.get(sid, -1))).fetchone()
+            except sqlite3.DataError as exc:
+                if not is_too_big(exc):
+                    raise
+                self._bad_row(out, "transcript_events", rowid, (sid, seq),
+                              f"a value longer than {MAX_ROW_BYTES} bytes", shared=False)
+                if sql_int(seq) is None or seq <= self.seq_cursor.get(sid, -1):
+                    return False
+                self.seq_cursor[sid] = seq
+                return True
+            if row is not None and summing is None:
+                self.read_row(sid, row, out)
+            elif row is not None:
+                summing.add(self.read_row, row)
+        return False
+
+    def _emit_row(self, sid: str, seq: int, event_json, event_zstd, utf8_bytes, out: list
+                  ) -> int:
+        """Parse one row into ``out``; returns its decoded size (stored size when it cannot be
+        decoded), which is what the step budget counts."""
+        where = f"{sid}:{seq}"
+        origin = f"{self.path}#{where}"
+        if event_json is None and event_zstd is not None:
+            event_json = self._decode_zstd(where, event_zstd, utf8_bytes, out)
+            if event_json is None:
+                return len(event_zstd) if isinstance(event_zstd, (bytes, str)) else 0
+        if event_json is None:
+            out.append(self.error(where, "row has neither event_json nor event_zstd"))
+            return 0
+        size = len(event_json) if isinstance(event_json, (bytes, str)) else 0
+        if size:
+            counted = self.counted(event_json, sid, origin)
+            if counted is not None:
+                out.extend(counted)
+                return size
+        try:
+            entry = untrusted_json.loads(event_json)
+        except (ValueError, UnicodeDecodeError, TypeError) as exc:
+            out.append(self.error(where, f"invalid event JSON: {exc}"))
+            return size
+        try:
+            events = parse_entry(entry, sid, origin)
+        except UnknownEntry as exc:
+            out.append(self.error(where, str(exc)))
+            return size
+        except ValueError as exc:
+            out.append(self.error(where, f"unreadable event: {exc}"))
+            return size
+        self.events += len(events)
+        out.extend(events)
+        return size
+
+    def _decode_zstd(self, where: str, data, utf8_bytes, out: list) -> bytes | None:
+        try:
+            return decompress_event(self._decompressor, data, utf8_bytes)
+        except EventBlobError as exc:
+            out.append(self.error(where, f"cannot decode event_zstd: {exc}"))
+            return None

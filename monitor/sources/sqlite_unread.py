@@ -1,0 +1,97 @@
+"""Which sessions of an agent database have transcript rows not read yet, and how much is left.
+
+The sessions to read are kept in a pending set, each with the highest rowid and seq seen
+for it. Between sweeps it is fed by the rows past the rowid high-water mark (a rowid range
+search, no index scan). A sweep, on the first poll after an open, every ``sweep_seconds``
+and whenever the highest rowid falls below the mark, adds every session whose ``MAX(seq)``
+is past its cursor: this covers rowid reuse, a VACUUM that renumbered rows and a resume
+from a checkpoint.
+
+``backlog_bytes`` estimates what is left without a query: the pending sessions' unread seq
+range (OpenClaw allocates seqs densely) times the average decoded row size read so far.
+
+``UnreadSessions`` is a mixin of ``SqliteAgentSource``, sharing its state and its
+``_bad_row``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+from monitor.sources.sqlite_ro import sql_int, type_name
+
+#: Average decoded row size assumed for ``backlog_bytes`` until a row has been read.
+ASSUMED_ROW_BYTES = 1024
+#: Sessions with rows past the rowid high-water mark: a rowid range search, no index scan.
+NEW_ROWS_SQL = "SELECT session_id, seq, rowid FROM transcript_events WHERE rowid > ?"
+#: Every session's highest seq and rowid: a scan of the (session_id, seq) index.
+SWEEP_SQL = "SELECT session_id, max(seq), max(rowid) FROM transcript_events GROUP BY session_id"
+
+
+class UnreadSessions:
+    """Keeps the pending set of sessions that may have rows past their cursor."""
+
+    def _gather_pending(self, conn: sqlite3.Connection, out: list) -> None:
+        """Add the sessions found with rows past their cursor (``_candidate_sessions``) to
+        the pending set."""
+        for sid, (rowid, seq) in self._candidate_sessions(conn, out).items():
+            seen = self._pending.get(sid)
+            self._pending[sid] = (rowid, seq) if seen is None else (
+                max(seen[0], rowid), max(seen[1], seq))
+
+    def _candidate_sessions(self, conn: sqlite3.Connection, out: list
+                            ) -> dict[str, tuple[int, int]]:
+        """Sessions that may have rows past their cursor, each with the highest rowid and
+        seq seen for it. A sweep, when due, finds every such session, so the rowid range
+        is only searched between sweeps."""
+        found: dict[str, tuple[int, int]] = {}
+        top = sql_int(conn.execute("SELECT max(rowid) FROM transcript_events").fetchone()[0],
+                      low=-(2**63), high=2**63 - 1) or 0
+        now = time.monotonic()
+        if now - self._last_sweep >= self.sweep_seconds or top < self.row_watermark:
+            self._last_sweep = now
+            self._swept = True
+            for sid, max_seq, last_rowid in conn.execute(SWEEP_SQL):
+                if max_seq is not None:
+                    self._note_candidate(found, sid, max_seq, last_rowid, out)
+        elif top > self.row_watermark:
+            for sid, seq, rowid in conn.execute(NEW_ROWS_SQL, (self.row_watermark,)):
+                self._note_candidate(found, sid, seq, rowid, out)
+        self.row_watermark = top
+        return found
+
+    def _note_candidate(self, found: dict, sid, seq, rowid, out: list) -> None:
+        """Add ``sid`` to ``found`` when ``seq`` is past its cursor. A session id that is not
+        text is reported (once) and left; a ``seq`` that is not an integer in range makes the
+        session worth reading from its cursor, where the bad row is reported and skipped."""
+        rowid = sql_int(rowid, low=-(2**63), high=2**63 - 1) or 0
+        if not isinstance(sid, str):
+            self._bad_row(out, "transcript_events", rowid, (type_name(sid), sid),
+                          f"session_id is {type_name(sid)}, not text")
+            return
+        if not self.wants_session(sid):
+            return
+        cursor = self.seq_cursor.get(sid, -1)
+        seq = sql_int(seq)
+        seq = cursor + 1 if seq is None else seq
+        if seq <= cursor:
+            return
+        seen = found.get(sid)
+        found[sid] = (rowid, seq) if seen is None else (max(seen[0], rowid), max(seen[1], seq))
+
+    @property
+    def backlog_bytes(self) -> int:
+        """Worked out when asked (a snapshot, a metrics scrape), not after every poll: a
+        first scan's polls outnumber its snapshots, and each would sum thousands of
+        sessions."""
+        return self._estimate_backlog() + self._cold.backlog()
+
+    def _estimate_backlog(self) -> int:
+        """Unread rows of the pending sessions (by seq range, which OpenClaw allocates densely)
+        times the average decoded row size read so far: no query, no table scan."""
+        rows_left = sum(max(0, top_seq - self.seq_cursor.get(sid, -1))
+                        for sid, (_, top_seq) in self._pending.items())
+        average = (self._decoded_bytes_read // self._rows_read if self._rows_read
+                   else ASSUMED_ROW_BYTES)
+        return rows_left * average
