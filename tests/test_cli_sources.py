@@ -191,3 +191,20 @@ def test_an_openclaw_replay_marks_every_session_openclaw(tmp_path):
                                home=tmp_path))
     assert mixed["agent:main:hammer"]["source"] == "openclaw"
     assert mixed[f"codex:{CODEX_LOOP}"]["source"] == "codex"
+
+
+def test_a_huge_tool_name_of_claude_code_or_codex_is_kept_redacted_and_cut(tmp_path):
+    huge = "Bash ghp_" + "F" * 36 + " " + "n" * 1_000_000
+    claude = tmp_path / "claude"
+    codex = tmp_path / "codex"
+    shutil.copytree(CLAUDE, claude)
+    shutil.copytree(CODEX, codex)
+    for path, name in ((next(claude.rglob(f"{CLAUDE_LOOP}.jsonl")), "Bash"),
+                       (next(codex.rglob(f"*{CODEX_LOOP}.jsonl")), "exec_command")):
+        path.write_text(path.read_text().replace(f'"name":"{name}"', f'"name":"{huge}"'))
+    sessions = by_key(replay_json("--claude-dir", str(claude), "--codex-dir", str(codex),
+                                  home=tmp_path))
+    for key in (f"claude-code:{CLAUDE_LOOP}", f"codex:{CODEX_LOOP}"):
+        [(name, count)] = sessions[key]["tools"].items()
+        assert count == 12 and len(name) <= 1000
+        assert name.startswith("Bash «redacted» nnn")

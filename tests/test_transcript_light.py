@@ -302,3 +302,20 @@ def without_read_time(records: list[dict]) -> list[dict]:
     """Error and notice records are stamped with the time they were read."""
     return [{k: v for k, v in r.items() if not (k == "ts" and r["type"] in ("error", "notice"))}
             for r in records]
+
+
+def test_a_huge_tool_name_is_kept_redacted_and_cut_by_both_reads():
+    secret = "ghp_" + "E" * 36
+    name = "exec " + secret + " " + "n" * 2_000_000
+    call = {"type": "message", "timestamp": "2026-11-29T13:57:11.540Z", "message": {
+        "role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": name,
+                                          "arguments": {}}]}}
+    result = {"type": "message", "timestamp": "2026-11-29T13:57:12.540Z", "message": {
+        "role": "toolResult", "toolCallId": "c1", "toolName": name, "content": []}}
+    for entry in (call, result):
+        line = json.dumps(entry).encode()
+        light = counted_events(line, "sid", "t.jsonl@0", EVERYTHING_IS_HISTORY)
+        full = full_read(line)
+        names = [e.name for e in light + full if isinstance(e, ToolCall | ToolResult)]
+        assert len(names) == 2 and names[0] == names[1]
+        assert names[0].startswith("exec «redacted» nnn") and len(names[0]) <= 1000

@@ -56,7 +56,7 @@ from monitor.sources.claude_usage import UsageLedger, counted_usage, usage_key
 from monitor.sources.cli_tools import claude_result, claude_text, openclaw_tool, tool_kind
 from monitor.sources.jsonl_tree import JsonlTreeSource
 from monitor.sources.regular import open_regular_file
-from monitor.sources.transcript import parse_timestamp, sane_cost, sane_count
+from monitor.sources.transcript import parse_timestamp, sane_cost, sane_count, tool_name
 from monitor.sources.transcript import text_or_none as _text
 
 SOURCE = "claude-code"
@@ -262,7 +262,7 @@ class ClaudeCodeSource(JsonlTreeSource):
                 call_id = _text(block.get("id")) or f"{origin}#{index}"
                 if call_id in self._calls:
                     continue
-                name = _text(block.get("name")) or "?"
+                name = tool_name(_text(block.get("name")) or "?")
                 self._remember_call(call_id, name)
                 calls.append(ToolCall(session_id, call_id, name, block.get("input"), run_id, ts,
                                       f"{origin}#{index}", "input" in block,

@@ -55,7 +55,7 @@ from monitor.events import (
 from monitor.sources.cli_tools import codex_result, openclaw_tool, parse_arguments, tool_kind
 from monitor.sources.codex_usage import Counts
 from monitor.sources.jsonl_tree import JsonlTreeSource
-from monitor.sources.transcript import parse_timestamp, sane_count
+from monitor.sources.transcript import parse_timestamp, sane_count, tool_name
 from monitor.sources.transcript import text_or_none as _text
 
 SOURCE = "codex"
@@ -270,10 +270,11 @@ class CodexSource(JsonlTreeSource):
         elif item == "web_search_call":
             name, arguments, given = "web_search", payload.get("action"), "action" in payload
         elif item == "custom_tool_call":
-            name, arguments, given = _text(payload.get("name")) or "?", payload.get("input"), \
-                "input" in payload
+            name, arguments, given = tool_name(_text(payload.get("name")) or "?"), \
+                payload.get("input"), "input" in payload
         else:
-            name = (_text(payload.get("namespace")) or "") + (_text(payload.get("name")) or "?")
+            name = tool_name((_text(payload.get("namespace")) or "")
+                             + (_text(payload.get("name")) or "?"))
             arguments, given = parse_arguments(payload.get("arguments")), "arguments" in payload
         if call_id in self._calls:
             return []

@@ -22,6 +22,7 @@ from monitor.events import (
     Usage,
     UserMessage,
 )
+from monitor.redaction import KEPT_NAME_CHARS, bounded
 
 TOOL_CALL_ITEM_TYPES = ("toolCall", "tool_use")
 IGNORED_ENTRY_TYPES = frozenset(
@@ -125,6 +126,15 @@ def text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def tool_name(value: Any) -> str:
+    """A tool's name as kept: "?" when it is not text, and past ``KEPT_NAME_CHARS``
+    redacted and cut (a name keys the counts and reaches every output; no real tool's name
+    comes near, a crafted 30 MB one would be carried whole through both)."""
+    if not isinstance(value, str):
+        return "?"
+    return value if len(value) <= KEPT_NAME_CHARS else bounded(value)
+
+
 def _text_field(record: dict, name: str) -> str | None:
     return text_or_none(record.get(name))
 
@@ -196,7 +206,7 @@ def _parse_assistant(message: dict, session_id: str, origin: str, ts: float | No
             calls.append(ToolCall(
                 session_id,
                 call_id if isinstance(call_id, str) else f"{origin}#{index}",
-                name if isinstance(name, str) else "?",
+                tool_name(name),
                 arguments,
                 run_id,
                 ts,
@@ -230,7 +240,7 @@ def _parse_tool_result(message: dict, session_id: str, origin: str, ts: float | 
     result = ToolResult(
         session_id=session_id,
         call_id=call_id if isinstance(call_id, str) else "",
-        name=name if isinstance(name, str) else "?",
+        name=tool_name(name),
         is_error=bool(message.get("isError")),
         details=details,
         text=_text_of(message.get("content")),

@@ -38,6 +38,7 @@ from monitor.sources.transcript import (
     parse_timestamp,
     parse_usage,
     run_id_of,
+    tool_name,
 )
 from monitor.sources.transcript import text_or_none as _text
 
@@ -264,7 +265,7 @@ def _assistant(message: _Message, session_id: str, origin: str, ts: float) -> li
     run_id = _run_id(message)
     calls = [ToolCall(session_id,
                       item.id if isinstance(item.id, str) else f"{origin}#{index}",
-                      item.name if isinstance(item.name, str) else "?",
+                      tool_name(item.name),
                       None, run_id, ts, f"{origin}#{index}",
                       item.arguments is not msgspec.UNSET or item.input is not msgspec.UNSET,
                       counted_only=True)
@@ -285,6 +286,6 @@ def _items(message: _Message) -> list[_Item]:
 def _tool_result(message: _Message, session_id: str, origin: str, ts: float) -> ToolResult:
     call_id, name = message.toolCallId, message.toolName
     return ToolResult(session_id=session_id, call_id=call_id if isinstance(call_id, str) else "",
-                      name=name if isinstance(name, str) else "?",
+                      name=tool_name(name),
                       is_error=bool(message.isError), details=None, text="",
                       run_id=_run_id(message), ts=ts, origin=origin, counted_only=True)
