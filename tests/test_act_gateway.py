@@ -21,11 +21,11 @@ import pytest
 from test_cli_agents_process import wait_for
 
 from monitor.act.cli_stop import stop_main
-from monitor.act.gateway import (
+from monitor.act.gateway_client import GatewayClient
+from monitor.act.gateway_connection import GatewayConnection
+from monitor.act.gateway_errors import (
     DeviceIdentityRequired,
     GatewayAuthError,
-    GatewayClient,
-    GatewayConnection,
     GatewayProtocolError,
     GatewayUnavailable,
 )

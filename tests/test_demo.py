@@ -20,7 +20,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from monitor.act.gateway import GatewayAuthError, GatewayClient
+from monitor.act.gateway_client import GatewayClient
+from monitor.act.gateway_errors import GatewayAuthError
 from monitor.demo import DEMO_SCENARIOS, DemoWorld
 
 KEYS = dict(DEMO_SCENARIOS)

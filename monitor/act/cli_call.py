@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from monitor import untrusted_json
-from monitor.act.gateway import GatewayError, GatewaySetupError, GatewayUnavailable, redact
+from monitor.act.gateway_errors import GatewayError, GatewaySetupError, GatewayUnavailable, redact
 
 
 def find_openclaw_bin(env: Mapping[str, str] | None = None) -> str | None:

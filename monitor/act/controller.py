@@ -31,9 +31,9 @@ from monitor.act import evidence as ev
 from monitor.act import processes as pt
 from monitor.act.api import ActionKind, ActionResult, ProcessInfo
 from monitor.act.cli_call import cli_call, find_openclaw_bin
-from monitor.act.gateway import (
+from monitor.act.gateway_client import GatewayClient
+from monitor.act.gateway_errors import (
     GatewayAuthError,
-    GatewayClient,
     GatewayError,
     GatewayRpcError,
     GatewaySetupError,
