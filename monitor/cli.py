@@ -288,6 +288,7 @@ def cmd_watch(args) -> int:
                  seconds=args.seconds, poll_seconds=args.poll, store=store,
                  catch_up_quietly=resume is None and not args.from_start, stop=stop,
                  step=hub.step if hub else None)
+        actions.finish(stop)
     finally:
         _emit(actions.close(), args.json)
         if server is not None:

@@ -49,6 +49,8 @@ class FakeGateway:
         self.port = self._server.getsockname()[1]
         self.url = f"ws://127.0.0.1:{self.port}"
         self._stop = threading.Event()
+        #: ``hold-call`` answers each call only once this is set.
+        self.release = threading.Event()
         self._sockets: list[socket.socket] = []
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -175,6 +177,8 @@ class FakeGateway:
             self.requests.append((request["method"], request["params"]))
             if behaviour == "stall-call":
                 continue
+            if behaviour == "hold-call":
+                self.release.wait(30)
             if behaviour == "close-mid-frame" or (behaviour == "restart" and number == 1):
                 sock.sendall(b"\x81\x7e\x01\x00" + b'{"type":"res","id":')
                 sock.shutdown(socket.SHUT_RDWR)

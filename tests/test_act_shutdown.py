@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from test_act_gateway import FakeGateway
+from test_act_gateway import TOKEN, FakeGateway, listening_controller
 from test_cli_agent_actions import tools_gone, with_cwd
 from test_cli_agents_process import Fake, FakeClis, alive, wait_for
 from test_productive_run import write_state_dir
@@ -176,6 +176,39 @@ def test_closing_the_action_loop_mid_kill_finishes_the_kill_at_once(clis: FakeCl
     assert tools_gone(fake)
     assert not frozen(fake.pid) and frozen_pids() == []
     assert alive(fake.pid) is not kill_cli
+
+
+def test_the_end_of_a_watch_lets_a_stop_under_way_finish_unless_a_signal_comes(tmp_path):
+    """``--seconds`` running out is no stop signal: a gateway stop waiting on its answer
+    gets it and succeeds; a signal during that wait ends it at once, cancelled."""
+    gateway = FakeGateway("hold-call")
+    path = tmp_path / "clawwatch.yaml"
+    path.write_text("actions: {mode: auto, on_critical: stop}\n")
+    try:
+        for signalled in (False, True):
+            gateway.release.clear()
+            loop = ActionLoop(ActionPolicy(load_config(str(path), env={}),
+                                           listening_controller(gateway.url, TOKEN),
+                                           audit=AuditLog(str(tmp_path / "audit.jsonl"))))
+            key = f"agent:main:loop{int(signalled)}"
+            loop.process([kill_finding(key)])
+            wait_for(lambda key=key: any(params.get("sessionKey") == key
+                                         for _, params in gateway.requests),
+                     "the stop under way")
+            stop = threading.Event()
+            if signalled:
+                stop.set()
+            else:
+                threading.Timer(0.5, gateway.release.set).start()
+            started = time.monotonic()
+            loop.finish(stop, limit=30)
+            [record] = [r for r in loop.close() if r.key == key]
+            assert time.monotonic() - started < STOP_BOUND_SECONDS
+            assert record.ok is not signalled, record.detail
+            assert ("clawwatch is stopping" in record.detail) is signalled
+    finally:
+        gateway.release.set()
+        gateway.close()
 
 
 def test_watch_act_auto_ends_within_2_s_of_sigterm_with_a_gateway_that_never_answers(tmp_path):

@@ -14,6 +14,7 @@ records for failed webhook deliveries. Nothing here waits for the network.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -27,6 +28,10 @@ from monitor.records import ActionRecord, ErrorRecord, FindingRecord, Record
 
 #: What queued webhooks get at exit when a running action took the whole close time.
 WEBHOOK_CLOSE_FLOOR_SECONDS = 0.25
+#: How long the end of a watch waits for the actions under way (a kill's grace included).
+FINISH_LIMIT_SECONDS = 60.0
+#: How often that wait looks for a stop signal.
+STOP_CHECK_SECONDS = 0.1
 
 
 class ActionLoop:
@@ -73,6 +78,15 @@ class ActionLoop:
             if extra:
                 emit(extra)
         return emit_with_actions
+
+    def finish(self, stop: threading.Event, limit: float = FINISH_LIMIT_SECONDS) -> None:
+        """At the end of a watch that nothing stopped (``--seconds``, a stream's end): let
+        the actions already decided run to their end, for up to ``limit`` seconds; a stop
+        signal meanwhile ends the wait at once (``close`` then cancels as always)."""
+        deadline = time.monotonic() + limit
+        while not stop.is_set() and time.monotonic() < deadline:
+            if self.policy.wait_idle(min(STOP_CHECK_SECONDS, deadline - time.monotonic())):
+                return
 
     def close(self, timeout: float = CLOSE_WAIT_SECONDS) -> list[ActionRecord]:
         """Stop acting (``ActionPolicy.close``: queued actions dropped, the running one

@@ -21,10 +21,12 @@ once per ``cooldown_seconds``; at most ``max_actions_per_hour`` actions are take
 any hour (across sessions). What is held back is written to the audit log only.
 
 ``close`` is how clawwatch stops acting (a stop signal, the end of ``watch``, the dashboard
-quitting): queued actions are dropped (a ``dropped`` audit entry and a failed action
-record each), the one running is cancelled (``controller.cancel``: its gateway call ends, a
-kill SIGKILLs at once what SIGTERM did not end and resumes a CLI it froze), and it is
-waited for only ``CLOSE_WAIT_SECONDS``, so clawwatch ends within 2 s of a stop signal.
+quitting; at a ``watch`` end that no signal caused, ``ActionLoop.finish`` first lets the
+actions already decided run to their end): queued actions are dropped (a ``dropped``
+audit entry and a failed action record each), the one running is cancelled
+(``controller.cancel``: its gateway call ends, a kill SIGKILLs at once what SIGTERM did not
+end and resumes a CLI it froze), and it is waited for only ``CLOSE_WAIT_SECONDS``, so
+clawwatch ends within 2 s of a stop signal.
 """
 
 from __future__ import annotations
