@@ -26,7 +26,7 @@ from monitor import cli, redaction
 from monitor.demo.sim.scenarios import Scenario, ScenarioEnv, ToolStep
 from monitor.demo.sim.session import FakeClock
 from monitor.demo.sim.simulator import Simulator
-from monitor.redaction import REDACTED, redact, redact_text
+from monitor.redaction import REDACTED, clipping, redact, redact_text, structured
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -201,11 +201,11 @@ def test_the_new_shapes_are_redacted_as_far_as_they_are_shown(text):
     # slack: longer than the longest minimal match of these rules (``mysql``, up to 200
     # characters of arguments, ``-p`` and one character: 210)
     limit, slack = 10, 260
-    original, redaction.REDACT_SLACK = redaction.REDACT_SLACK, slack
+    original, clipping.REDACT_SLACK = clipping.REDACT_SLACK, slack
     try:
         start = redaction.shown_start(text, limit)
     finally:
-        redaction.REDACT_SLACK = original
+        clipping.REDACT_SLACK = original
     whole = " ".join(text.split())
     assert redact_text(start)[:limit] == redact_text(whole)[:limit]
 
@@ -279,8 +279,8 @@ def test_a_record_looked_at_once_is_redacted_as_by_the_full_walk(record, known):
     # at every depth) would change.
     if known:
         redaction.register_known_secret(GATEWAY_PASSWORD)
-    with mock.patch.object(redaction, "_redacted_item", redaction._redacted_record):
-        walked = redaction._redacted_record(record)
+    with mock.patch.object(structured, "_redacted_item", structured._redacted_record):
+        walked = structured._redacted_record(record)
     assert redaction.redact_record(record) == walked
 
 

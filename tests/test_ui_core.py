@@ -22,7 +22,7 @@ from monitor.demo.sim.simulator import Simulator
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor
 from monitor.records import FindingRecord
-from monitor.redaction import REDACTED, format_arguments, redact, redact_text, shown_start
+from monitor.redaction import REDACTED, clipping, format_arguments, redact, redact_text, shown_start
 from monitor.session_state import SessionState
 from monitor.snapshot import STALL_AFTER_SECONDS, AlertEntry, SnapshotBuilder
 from monitor.sources.sourceset import SourceSet
@@ -103,11 +103,11 @@ def test_a_long_text_is_redacted_as_far_as_it_is_shown(text):
     """A pane shows a text's start, whitespace collapsed; redacting that start (plus the
     slack) shows what redacting the whole collapsed text would."""
     limit, slack = 10, 120  # a slack longer than the longest minimal secret match (~105)
-    original, redaction.REDACT_SLACK = redaction.REDACT_SLACK, slack
+    original, clipping.REDACT_SLACK = clipping.REDACT_SLACK, slack
     try:
         start = shown_start(text, limit)
     finally:
-        redaction.REDACT_SLACK = original
+        clipping.REDACT_SLACK = original
     whole = " ".join(text.split())
     assert whole.startswith(start) and len(start) >= min(len(whole), limit + slack)
     assert redact_text(start)[:limit] == redact_text(whole)[:limit]
