@@ -25,13 +25,8 @@ complete line, and the bytes of a pending partial line. On each ``poll`` it
   naming what it is, and never read; a regular file that later takes its place is.
 
 ``changed()`` tells a caller with thousands of idle followers, for one ``stat``,
-whether a poll could find anything.
-
-``suspend()`` closes the descriptor of an idle follower (a process may not keep
-one open per transcript of a large state dir) and keeps only its position; the
-next ``poll`` after the file changed (size, mtime or inode) reopens it and goes
-on exactly where it stopped, including a rotation or truncation that happened
-while it was closed.
+whether a poll could find anything; ``suspend()`` closes the descriptor of an idle
+follower and keeps only its position (``tail_idle``).
 
 ``state()`` and the ``resume`` argument carry inode, offset, a fingerprint
 of the bytes before the offset and whether the offset is inside a line already read
@@ -39,28 +34,24 @@ across restarts, so a restarted monitor neither re-reads nor skips anything (a f
 rotated while the monitor was down is found by its inode among its siblings and drained
 first). A partial line not read yet is not covered by the offset: it is read again after
 a restart, once.
+
+``FileFollower`` keeps the follower's state and its poll; mixins sharing that state do the
+rest: ``tail_identity`` (which file it holds: opening, resuming, rotation, truncation),
+``tail_reading`` (lines from an open file) and ``tail_idle`` (suspension). ``tail_state``
+holds what it gives, keeps and checkpoints.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import time
 from collections.abc import Callable
 
-from monitor.sources.line_split import split_lines
-from monitor.sources.tail_identity import NEVER_SEEN, FileIdentity, path_view, view_of
-from monitor.sources.tail_state import (
-    FINGERPRINT_BYTES,
-    FollowerState,
-    Line,
-    OpenFile,
-    TailNotice,
-    digest,
-    files_complete,
-)
+from monitor.sources.tail_identity import NEVER_SEEN, FileIdentity, view_of
+from monitor.sources.tail_idle import IdleFollowing
+from monitor.sources.tail_reading import LineReading
+from monitor.sources.tail_state import FollowerState, Line, OpenFile, TailNotice, digest
 
-READ_CHUNK_BYTES = 1 << 20
 #: Bytes one source reads per poll: large enough that catching up is fast, small enough that
 #: one step never holds the lines of a whole large history in memory at once.
 POLL_BUDGET_BYTES = 32 << 20
@@ -75,7 +66,7 @@ ROTATED_GRACE_SECONDS = 2.0
 PARTIAL_LINE_GRACE_SECONDS = 2.0
 
 
-class FileFollower(FileIdentity):
+class FileFollower(FileIdentity, LineReading, IdleFollowing):
     """Follows ``path`` across rotation, truncation, deletion and re-creation."""
 
     def __init__(
@@ -150,59 +141,6 @@ class FileFollower(FileIdentity):
             return self._resume
         return FollowerState(current.dev, current.ino, current.offset,
                              digest(current.bytes_before_offset), current.skipping_long_line)
-
-    def suspend(self) -> bool:
-        """Close the descriptor of a follower that has read its file to the end, keeping only
-        its position; the next ``poll`` after the file changed reopens it there.
-
-        Returns False, leaving it open, when that could not resume exactly: a rotated file
-        still draining, or bytes not read yet. A partial last line is dropped from memory
-        and read again after the resume (``changed`` says so when its grace time is over);
-        being inside a line (``mid_line``) is kept.
-        """
-        current = self._current
-        if current is None or self._draining or not current.at_eof:
-            return False
-        try:
-            st = os.fstat(current.fd)
-        except OSError:
-            return False
-        if st.st_size != current.read_position:
-            return False
-        self._resume = FollowerState(current.dev, current.ino, current.offset,
-                                     digest(current.bytes_before_offset),
-                                     current.skipping_long_line)
-        self._suspended_as = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        self._suspended_partial = (current.last_growth, current.grown_to) \
-            if current.pending_partial_line else None
-        os.close(current.fd)
-        self._current = None
-        return True
-
-    @property
-    def suspended(self) -> bool:
-        return self._suspended_as is not None
-
-    def suspension(self) -> tuple | None:
-        """What a suspended follower keeps of its file besides ``state()``: given back as
-        ``suspended``, a follower of the same path resumes as this one would (a history
-        reader's, ``history_reader``). None when not suspended."""
-        if self._suspended_as is None:
-            return None
-        return self._suspended_as, self._suspended_partial
-
-    def changed(self) -> bool:
-        """Whether a ``poll`` could find anything to do: True while a descriptor is open or a
-        resume is pending; otherwise one ``stat`` of the path compared with what the last poll
-        saw of it (a suspended file, a missing one, a refused FIFO or device). A caller with
-        thousands of idle followers polls only those that changed."""
-        if self._current is not None or self._draining:
-            return True
-        if self._suspended_as is not None:
-            return not self._unchanged_since_suspend() or self._suspended_partial_due()
-        if self._resume is not None:
-            return True
-        return path_view(self.path) != self._last_view
 
     def detached(self) -> bool:
         """Whether this follower holds a file that a later run could not find: a rotated file
@@ -326,125 +264,6 @@ class FileFollower(FileIdentity):
         """A rotated file (or copy) stopped short by the budget: the live file waits for it,
         so lines stay in the order they were written."""
         return any(not handle.at_eof for handle in self._draining)
-
-    def _suspended_partial_due(self) -> bool:
-        """A file suspended with a partial last line unread, whose grace time is over."""
-        if self._suspended_partial is None or self.partial_line_grace is None \
-                or self._suspended_as is None:
-            return False
-        since = self._suspended_partial[0]
-        return files_complete() or time.monotonic() - since >= self.partial_line_grace \
-            or time.time() - self._suspended_as[3] / 1e9 >= self.partial_line_grace
-
-    def _unchanged_since_suspend(self) -> bool:
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return False
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == self._suspended_as
-
-    # ----------------------------------------------------------------- reading
-
-    def _read_available(self, handle: OpenFile, lines: list[Line]) -> bool:
-        """Read from the handle's read position to EOF, or until the poll's budget is spent;
-        return whether anything was read. ``handle.at_eof`` tells which of the two ended it."""
-        grew = False
-        position = handle.read_position
-        while True:
-            if self._budget <= 0:
-                handle.size_seen = self._size_of(handle, position)
-                handle.at_eof = handle.size_seen <= position
-                break
-            wanted = min(READ_CHUNK_BYTES, self._budget)
-            try:
-                chunk = os.pread(handle.fd, wanted, position)
-            except OSError as exc:
-                self._note(f"read failed: {exc.strerror or exc}", error=True,
-                           where=f"offset {position}")
-                handle.at_eof = True
-                break
-            self._last_error = None
-            if chunk:
-                grew = True
-                position += len(chunk)
-                self._budget -= len(chunk)
-                self.bytes_read += len(chunk)
-                self._split_lines(handle, chunk, lines)
-            if len(chunk) < wanted:
-                handle.at_eof = True
-                handle.size_seen = position
-                break
-        if grew or handle.fingerprint_at_offset is None:
-            handle.fingerprint_at_offset = digest(handle.bytes_before_offset)
-        if position > handle.grown_to:
-            handle.grown_to = position
-            handle.last_growth = time.monotonic()
-        return grew
-
-    def _read_partial_last_line(self, handle: OpenFile, lines: list[Line]) -> None:
-        """Read the live file's last line without its newline, once it has stood still for
-        ``partial_line_grace`` (or at once when the files are complete), and move past it:
-        the rest, if a writer completes the line later, is skipped up to its newline."""
-        partial = handle.pending_partial_line
-        if not partial or not handle.at_eof or handle.skipping_long_line \
-                or self.partial_line_grace is None:
-            return
-        if not (files_complete() or self._stood_still(handle)):
-            return
-        lines.append(Line(handle.path, handle.offset, partial))
-        handle.completed_early_at = handle.offset
-        handle.bytes_before_offset = (handle.bytes_before_offset
-                                      + partial[-FINGERPRINT_BYTES:])[-FINGERPRINT_BYTES:]
-        handle.offset += len(partial)
-        handle.pending_partial_line = b""
-        handle.skipping_long_line = True
-        handle.fingerprint_at_offset = digest(handle.bytes_before_offset)
-
-    def _stood_still(self, handle: OpenFile) -> bool:
-        """No growth seen for the grace time, or the file's mtime is that old."""
-        grace = self.partial_line_grace or 0.0
-        if time.monotonic() - handle.last_growth >= grace:
-            return True
-        try:
-            mtime = os.fstat(handle.fd).st_mtime
-        except OSError:
-            return False
-        return time.time() - mtime >= grace
-
-    @staticmethod
-    def _size_of(handle: OpenFile, fallback: int) -> int:
-        try:
-            return os.fstat(handle.fd).st_size
-        except OSError:
-            return fallback
-
-    def _split_lines(self, handle: OpenFile, chunk: bytes, lines: list[Line]) -> None:
-        data = handle.pending_partial_line + chunk if handle.pending_partial_line else chunk
-        line_start_offset = handle.offset
-        path = handle.path
-        split = split_lines(data, line_start_offset, handle.skipping_long_line,
-                            self.max_line_bytes,
-                            lambda at, line: lines.append(Line(path, at, line)))
-        if split.ended_skip and handle.completed_early_at is not None:
-            self._note(
-                f"the last line at offset {handle.completed_early_at} was read "
-                "without its newline after standing still; its rest, written "
-                "later, was not read again",
-                where=f"offset {handle.completed_early_at}")
-            handle.completed_early_at = None
-        if split.overlong_at is not None:
-            self._note(
-                f"line longer than {self.max_line_bytes} bytes skipped",
-                error=True,
-                where=f"offset {split.overlong_at}",
-            )
-        handle.offset = split.offset
-        handle.pending_partial_line = split.rest
-        handle.skipping_long_line = split.skipping
-        consumed = handle.offset - line_start_offset
-        if consumed:
-            kept = data[max(0, consumed - FINGERPRINT_BYTES):consumed]
-            handle.bytes_before_offset = (handle.bytes_before_offset + kept)[-FINGERPRINT_BYTES:]
 
     def _note(self, message: str, *, error: bool = False, where: str = "") -> None:
         """Record a notice; an error that repeats the previous one, with no successful read
