@@ -40,9 +40,12 @@ WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 class FakeGateway:
     """A loopback protocol-4 gateway with a ``behaviour`` (see ``_serve``)."""
 
-    def __init__(self, behaviour: str = "ok", *, token: str = TOKEN) -> None:
+    def __init__(self, behaviour: str = "ok", *, token: str = TOKEN,
+                 redirect_to: str = "", flood: tuple[int, str] = (0, "")) -> None:
         self.behaviour = behaviour
         self.token = token
+        self.redirect_to = redirect_to
+        self.flood = flood          # (frames, text) sent before each answer of flood-…
         self.requests: list[tuple[str, dict]] = []
         self.connections = 0
         self._server = socket.create_server(("127.0.0.1", 0))
@@ -126,13 +129,18 @@ class FakeGateway:
             if opcode == 0x1:
                 return json.loads(data)
 
-    def _upgrade(self, sock: socket.socket) -> None:
+    @staticmethod
+    def _read_upgrade_request(sock: socket.socket) -> bytes:
         request = b""
         while b"\r\n\r\n" not in request:
             chunk = sock.recv(4096)
             if not chunk:
                 raise ConnectionError("no upgrade request")
             request += chunk
+        return request
+
+    def _upgrade(self, sock: socket.socket) -> None:
+        request = self._read_upgrade_request(sock)
         key = next(line.split(b":", 1)[1].strip() for line in request.split(b"\r\n")
                    if line.lower().startswith(b"sec-websocket-key:"))
         accept = base64.b64encode(hashlib.sha1(key + WS_GUID.encode()).digest()).decode()
@@ -144,6 +152,12 @@ class FakeGateway:
     def _serve(self, sock: socket.socket, number: int) -> None:
         behaviour = self.behaviour
         if behaviour == "stall-http":
+            self._stop.wait(30)
+            return
+        if behaviour == "redirect":
+            self._read_upgrade_request(sock)
+            sock.sendall(f"HTTP/1.1 302 Found\r\nLocation: {self.redirect_to}\r\n"
+                         "Content-Length: 0\r\n\r\n".encode())
             self._stop.wait(30)
             return
         self._upgrade(sock)
@@ -161,6 +175,10 @@ class FakeGateway:
             return
         self.requests.append((connect["method"], connect["params"]))
         token = connect["params"].get("auth", {}).get("token")
+        if behaviour == "close-and-linger":      # a close frame, the socket left open
+            self._close_frame(sock, 1008, "unauthorized: gateway token mismatch")
+            self._stop.wait(30)
+            return
         if behaviour == "device-identity":
             return self._reject(sock, connect, "NOT_PAIRED", "device identity required",
                                 "DEVICE_IDENTITY_REQUIRED")
@@ -184,10 +202,31 @@ class FakeGateway:
                 sock.shutdown(socket.SHUT_RDWR)
                 sock.close()
                 return
+            if behaviour == "long-error-code":
+                self._send(sock, {"type": "res", "id": request["id"], "ok": False, "error": {
+                    "code": "C" * 1_000_000, "message": "M" * 1_000_000}})
+                continue
             if behaviour == "garbage-after-connect":
                 sock.sendall(self._frame(b"\x00\x01 definitely { not json"))
                 continue
             self._answer(sock, request)
+
+    def _crafted_answer(self, method: str):
+        """The payload a wrong-typed behaviour answers ``method`` with, or None."""
+        if self.behaviour == "array-answer":
+            return [1, 2, 3]
+        if self.behaviour == "sessions-not-array":
+            return {"aborted": False} if method == "chat.abort" else {"sessions": 7}
+        if self.behaviour == "many-long-runs":
+            return {"aborted": True, "runIds": [f"run-{n}-\x1b]0;x\x07{'R' * 300}"
+                                                for n in range(10_000)]}
+        if self.behaviour == "rows-keyed-by-objects":
+            if method != "sessions.list":
+                return {"ok": True}
+            return {"sessions": [{"key": {"k": 1}, "hasActiveRun": True},
+                                 {"key": ["x"], "hasActiveRun": True},
+                                 {"key": "agent:main:busy", "hasActiveRun": True}]}
+        return None
 
     def _reject(self, sock, connect: dict, code: str, message: str, detail: str) -> None:
         self._send(sock, {"type": "res", "id": connect["id"], "ok": False,
@@ -197,6 +236,17 @@ class FakeGateway:
 
     def _answer(self, sock: socket.socket, request: dict) -> None:
         method, params = request["method"], request["params"]
+        if self.behaviour == "flood-before-answer":
+            count, text = self.flood
+            for number in range(count):
+                self._send(sock, {"type": "event", "event": "flood", "payload": text})
+                self._send(sock, {"type": "res", "id": f"stray-{number}", "ok": True,
+                                  "payload": text})
+        crafted = self._crafted_answer(method)
+        if crafted is not None:
+            self._send(sock, {"type": "res", "id": request["id"], "ok": True,
+                              "payload": crafted})
+            return
         key = params.get("sessionKey") or params.get("key")
         idle = isinstance(key, str) and key.endswith(":idle")
         if method in ("chat.abort", "chat.send"):
@@ -367,6 +417,56 @@ def test_close_from_another_thread_ends_a_stalled_call_at_once(fake_gateway, beh
     assert gateway.connections == 1
 
 
+def test_a_redirect_is_refused_and_the_token_goes_nowhere_else(fake_gateway):
+    """The token travels in the first frame: a followed redirect would hand it, and the
+    stop, to whatever host the answer names (websockets may open the TCP connection to
+    it before clawwatch refuses; nothing is sent on it)."""
+    elsewhere = fake_gateway("ok")
+    gateway = fake_gateway("redirect", redirect_to=f"{elsewhere.url}/other")
+    client = fast_client(gateway.url)
+    try:
+        with pytest.raises(GatewayProtocolError) as caught:
+            client.chat_abort("agent:main:loop")
+    finally:
+        client.close()
+    assert "redirect (HTTP 302), which clawwatch does not follow" in str(caught.value)
+    assert elsewhere.requests == []
+
+
+def test_a_close_frame_ends_the_call_at_once_with_its_reason(fake_gateway):
+    """A gateway that closes with a reason but leaves TCP open: the reason is the error
+    (here a rejected token, which is not retried and lets ``stop`` use the CLI), not a
+    call that waits out its time-out."""
+    gateway = fake_gateway("close-and-linger")
+    client = GatewayClient(gateway.url, TOKEN, connect_timeout=30, call_timeout=30)
+    started = time.monotonic()
+    try:
+        with pytest.raises(GatewayAuthError, match="rejected the token"):
+            client.chat_abort("agent:main:loop")
+    finally:
+        client.close()
+    assert time.monotonic() - started < 2 and gateway.connections == 1
+
+
+def test_what_websockets_logs_about_a_connection_never_reaches_the_root_logger(fake_gateway,
+                                                                             caplog):
+    """websockets logs an ``unexpected internal error`` with its traceback when a socket
+    closed hard races its reader (a flood of large frames and a call timing out did it);
+    a record that reaches the root logger with no handler set up is printed on stderr by
+    Python's last resort (pytest's ``caplog`` stands at the root here)."""
+    gateway = fake_gateway("ok")
+    conn = GatewayConnection(gateway.url, TOKEN, timeout=1.0)
+    conn.open()
+    try:
+        try:
+            raise EOFError("stream ended")
+        except EOFError:
+            conn._ws.logger.error("unexpected internal error", exc_info=True)
+    finally:
+        conn.close()
+    assert [record for record in caplog.records if "websockets" in record.name] == []
+
+
 def test_auth_failure_is_not_retried(fake_gateway):
     gateway = fake_gateway("ok")
     client = fast_client(gateway.url, "wrong-token", attempts=5)
@@ -442,6 +542,39 @@ def test_stop_exits_1_with_an_error_line_when_the_gateway_fails(fake_gateway, tm
     assert "wrong-token" not in json.dumps(lines)
     # 3 attempts of at most 1 s connect + 1 s call, plus backoff (0.25 + 0.5 s) and slack
     assert elapsed < 8, f"{behaviour}: {elapsed:.1f} s"
+
+
+@pytest.mark.parametrize(("behaviour", "words"), [
+    ("array-answer", "chat.abort: the gateway answered with an array, not an object"),
+    ("sessions-not-array", "sessions.list: the gateway's sessions are a number, not an array"),
+], ids=["array-answer", "sessions-not-array"])
+def test_stop_exits_1_naming_an_answer_of_the_wrong_type(fake_gateway, tmp_path, behaviour,
+                                                         words):
+    gateway = fake_gateway(behaviour)
+    code, lines, err, _ = run_stop(stop_args("agent:main:loop", gateway.url, tmp_path),
+                                   stop_env(tmp_path))
+    assert code == 1 and err == ""
+    assert [line["type"] for line in lines] == ["action", "error"]
+    assert words in lines[0]["detail"]
+    audit = (tmp_path / "xdg" / "clawwatch" / "audit.jsonl").read_text().splitlines()
+    assert [json.loads(entry)["event"] for entry in audit] == ["attempt", "result"]
+
+
+@pytest.mark.parametrize(("behaviour", "code", "words"), [
+    ("many-long-runs", 0, "and 9995 more"),
+    ("long-error-code", 1, "chat.abort failed: " + "C" * 100 + ": " + "M" * 300),
+], ids=["many-long-runs", "long-error-code"])
+def test_stop_prints_one_short_line_for_an_answer_of_any_size(fake_gateway, tmp_path,
+                                                              behaviour, code, words):
+    """10,000 run ids of 300 characters, or an error code and message of 1 MB each."""
+    gateway = fake_gateway(behaviour)
+    args = stop_args("agent:main:loop", gateway.url, tmp_path)
+    args.json = False
+    out, err = io.StringIO(), io.StringIO()
+    assert stop_main(args, out=out, err=err, env=stop_env(tmp_path)) == code
+    (line,) = (out.getvalue() + err.getvalue()).splitlines()
+    assert words in line and "\x1b" not in line
+    assert len(line) < 8000, len(line)
 
 
 def test_stop_exits_2_without_a_gateway_url(tmp_path):
@@ -562,6 +695,19 @@ def test_listener_subscribes_and_survives_a_gateway_without_those_methods(fake_g
         started = time.monotonic()
         controller.close()
         assert time.monotonic() - started < 3
+
+
+def test_listener_skips_session_rows_keyed_by_no_text(fake_gateway):
+    gateway = fake_gateway("rows-keyed-by-objects")
+    controller = listening_controller(gateway.url, TOKEN)
+    controller.start_listening()
+    try:
+        assert wait_until(lambda: ("sessions.messages.subscribe", {"key": "agent:main:busy"})
+                          in gateway.requests)
+        assert controller._listener.is_alive() and controller.listen_error is None
+        assert [m for m, _ in gateway.requests].count("sessions.messages.subscribe") == 1
+    finally:
+        controller.close()
 
 
 def test_listener_stops_on_a_rejected_token_and_says_why(fake_gateway):

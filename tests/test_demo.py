@@ -183,7 +183,8 @@ def test_endpoint_refuses_a_wrong_token_and_stops_a_run_with_slash_stop(world):
         GatewayClient(gateway.url, "not-the-token", attempts=1).call("health")
     assert gateway.token not in str(refused.value)
 
-    client = GatewayClient(gateway.url, gateway.token, attempts=1)
+    events: list[dict] = []
+    client = GatewayClient(gateway.url, gateway.token, attempts=1, on_event=events.append)
     try:
         rows = {row["key"]: row for row in client.sessions_list()}
         assert set(rows) == set(KEYS.values())
@@ -195,7 +196,7 @@ def test_endpoint_refuses_a_wrong_token_and_stops_a_run_with_slash_stop(world):
         assert stopped["aborted"] is True and stopped["runIds"] == rows[key]["activeRunIds"]
         assert any(frame["payload"].get("stream") == "lifecycle"
                    and frame["payload"]["data"].get("phase") == "end"
-                   for frame in client.connection().events if frame["event"] == "agent")
+                   for frame in events if frame["event"] == "agent")
         session = world.simulator.session(key)
         assert session.ended and session.status == "killed" and session.aborted
         calls = session.tool_calls

@@ -39,7 +39,7 @@ from monitor.act.gateway_errors import (
     GatewaySetupError,
     redact,
 )
-from monitor.act.runs import RunTracker
+from monitor.act.runs import RunTracker, ident
 from monitor.redaction import clip_redacted, register_known_secret, register_url_secrets
 
 CONFIRM_SECONDS = 2.0
@@ -158,9 +158,7 @@ class GatewayActionController:
                 return self._failed(session_key, method, trigger, cli_exc, note)
         except GatewayError as exc:
             return self._failed(session_key, method, trigger, exc)
-        run_ids = [str(run) for run in payload.get("runIds") or [] if run]
-        if payload.get("abortedRunId"):
-            run_ids.append(str(payload["abortedRunId"]))
+        run_ids = _run_ids(payload)
         elapsed = (time.monotonic() - started) * 1000
         if not run_ids and not payload.get("aborted"):
             return ActionResult(session_key, method, True,
@@ -169,12 +167,12 @@ class GatewayActionController:
         confirmed = ""
         if method != "cli":
             ends = self.tracker.wait_run_ends(run_ids, self.confirm_seconds)
-            confirmed = "; " + ", ".join(
+            confirmed = "; " + _listed([
                 f"run {run} ended ({_end_text(ends[run])})" if run in ends
                 else f"run {run}: no end event within {self.confirm_seconds:g} s"
-                for run in run_ids)
+                for run in run_ids])
         return ActionResult(session_key, method, True,
-                            f"{note}aborted run {', '.join(run_ids) or '?'} via {via} in "
+                            f"{note}aborted run {_listed(run_ids) or '?'} via {via} in "
                             f"{elapsed:.0f} ms{confirmed}", trigger)
 
     def _abort(self, session_key: str, method: str) -> tuple[dict, str]:
@@ -355,6 +353,26 @@ class GatewayActionController:
 def _ambiguous(shell: pt.ExecShell, reasons: tuple[str, ...]) -> ProcessInfo:
     return ProcessInfo(shell.pid, shell.create_time, shell.command, None,
                        "ambiguous: " + "; ".join(reasons), ambiguous=True, reasons=reasons)
+
+
+def _run_ids(payload: dict) -> list[str]:
+    """The runs an abort's answer names (``runIds``, ``abortedRunId``) as text, cut as the
+    tracker cuts the ids of its events; a ``runIds`` that is no array names none."""
+    listed = payload.get("runIds")
+    runs = [run for run in listed if run] if isinstance(listed, list) else []
+    if payload.get("abortedRunId"):
+        runs.append(payload["abortedRunId"])
+    return [ident(run) for run in runs]
+
+
+SHOWN_RUNS = 5
+
+
+def _listed(texts: list[str]) -> str:
+    """The first ``SHOWN_RUNS`` texts joined, and how many more there are: an answer may
+    name any number of runs, and the detail is one line."""
+    shown = ", ".join(texts[:SHOWN_RUNS])
+    return f"{shown} and {len(texts) - SHOWN_RUNS} more" if len(texts) > SHOWN_RUNS else shown
 
 
 def _end_text(data: dict) -> str:

@@ -16,7 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 from monitor.act.gateway_connection import GatewayConnection
-from monitor.act.gateway_errors import GatewayError, GatewayRpcError, GatewayUnavailable, redact
+from monitor.act.gateway_errors import (
+    GatewayError,
+    GatewayProtocolError,
+    GatewayRpcError,
+    GatewayUnavailable,
+    answer_object,
+    json_kind,
+    redact,
+)
 from monitor.redaction import register_known_secret, register_url_secrets
 
 CANCELLED = "cancelled: clawwatch is stopping"
@@ -105,9 +113,16 @@ class GatewayClient:
     # ---------------------------------------------------------------- methods
 
     def sessions_list(self, **params: Any) -> list[dict]:
+        """The session rows, each an object with a text ``key`` (other rows are skipped);
+        raises GatewayProtocolError when the answer holds no array of rows."""
         payload = self.call("sessions.list", params)
         rows = payload.get("sessions") if isinstance(payload, dict) else payload
-        return [row for row in rows or [] if isinstance(row, dict)]
+        if rows is None:
+            return []
+        if not isinstance(rows, list):
+            raise GatewayProtocolError(f"sessions.list: the gateway's sessions are "
+                                       f"{json_kind(rows)}, not an array")
+        return [row for row in rows if isinstance(row, dict) and isinstance(row.get("key"), str)]
 
     def session_row(self, session_key: str) -> dict | None:
         return next((row for row in self.sessions_list() if row.get("key") == session_key),
@@ -115,20 +130,20 @@ class GatewayClient:
 
     def chat_abort(self, session_key: str, run_id: str | None = None) -> dict:
         params = {"sessionKey": session_key, **({"runId": run_id} if run_id else {})}
-        return self.call("chat.abort", params) or {}
+        return answer_object("chat.abort", self.call("chat.abort", params))
 
     def sessions_abort(self, session_key: str, *, run_id: str | None = None,
                        clear_queued: bool = True) -> dict:
         params = {"key": session_key, "clearQueued": clear_queued,
                   **({"runId": run_id} if run_id else {})}
-        return self.call("sessions.abort", params) or {}
+        return answer_object("sessions.abort", self.call("sessions.abort", params))
 
     def send_stop(self, session_key: str) -> dict:
         """``chat.send "/stop"``; one idempotency key across retries, so a retry is no second
         message."""
         params = {"sessionKey": session_key, "message": "/stop",
                   "idempotencyKey": f"clawwatch-stop-{uuid.uuid4()}"}
-        return self.call("chat.send", params) or {}
+        return answer_object("chat.send", self.call("chat.send", params))
 
     def cancel(self) -> None:
         """End the call in flight (its connection is aborted) and fail every later one;

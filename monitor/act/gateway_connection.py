@@ -3,22 +3,26 @@ hanging.
 
 ``GatewayConnection.open`` waits for ``connect.challenge`` and answers with ``connect``;
 then a reader thread drains every frame: responses go to the waiting ``call`` (matched by
-id), events go to ``on_event`` and a bounded buffer, so events that precede the response to
-the request that caused them are kept. Every wait has a time-out, and ``abort`` ends the
-connection from any thread, even during the WebSocket handshake.
+id), events go to ``on_event`` as they arrive, so events that precede the response to the
+request that caused them are seen first. Nothing else of a frame is kept: a response no
+call waits for is dropped, so a gateway cannot make clawwatch hold its frames. Every wait
+has a time-out, and ``abort`` ends the connection from any thread, even during the
+WebSocket handshake. A redirect answered to the upgrade is refused, and a close frame ends
+the connection at once.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI, WebSocketException
+from websockets.frames import Frame, Opcode
 from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as ws_connect
 
@@ -49,12 +53,46 @@ from monitor.redaction import (
 _CONNECT_TAKES_PROXY = "proxy" in inspect.signature(ws_connect).parameters
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 
+#: websockets' own log of the gateway connections. It logs what its reader thread survives,
+#: as ``unexpected internal error`` with a traceback (a socket closed hard while its reader
+#: feeds a large frame does that), and with no logging set up Python writes such records to
+#: stderr: on the terminal of ``clawwatch stop`` and ``watch``. Every failure reaches the
+#: caller as a GatewayError already, so these records go nowhere.
+WEBSOCKETS_LOG = logging.getLogger("clawwatch.gateway.websockets")
+WEBSOCKETS_LOG.addHandler(logging.NullHandler())
+WEBSOCKETS_LOG.propagate = False
+
+
+class RedirectRefused(InvalidHandshake):
+    """The gateway answered the upgrade with a redirect. websockets (15 and later) follows
+    one to any host and port it names, and the token goes in the first frame, not in a
+    header it would strip: so the token and the stop would go to that place. clawwatch
+    connects to the URL it was given or not at all."""
+
+    def __init__(self, status: int | None) -> None:
+        super().__init__(f"it answered the upgrade with a redirect"
+                         f"{f' (HTTP {status})' if status else ''}, which clawwatch does not "
+                         "follow")
+
+
+class _EndsOnCloseFrame(ClientConnection):
+    """websockets' connection, which after the peer's close frame waits (without a time-out
+    in its reader) for the peer to close TCP too: a gateway that sends its close frame
+    (``1008 unauthorized: …``) and keeps the socket open held a call to its time-out and
+    turned the reason into ``no response``. This one closes the socket once the close
+    frame is answered, so the call ends at once with the close's code and reason."""
+
+    def process_event(self, event: Any) -> None:
+        super().process_event(event)
+        if isinstance(event, Frame) and event.opcode is Opcode.CLOSE:
+            self.close_socket()
+
 
 class GatewayConnection:
     """One authenticated connection; use ``open()`` then ``call()``; always ``close()``."""
 
     def __init__(self, url: str, token: str | None, *, timeout: float = 5.0,
-                 on_event: Callable[[dict], None] | None = None, max_events: int = 2000) -> None:
+                 on_event: Callable[[dict], None] | None = None) -> None:
         self.url = url
         self.token = token
         # Error messages name the gateway without its ``user:password@``; both the password
@@ -64,10 +102,10 @@ class GatewayConnection:
         register_known_secret(token)
         self.timeout = timeout
         self.on_event = on_event
-        self.events: deque[dict] = deque(maxlen=max_events)
         self.hello: dict = {}
         self._ws = None
         self._cond = threading.Condition()
+        self._awaited: set[str] = set()          # ids of the requests a call waits on
         self._responses: dict[str, dict] = {}
         self._failure: GatewayError | None = None
         self._reader: threading.Thread | None = None
@@ -83,7 +121,8 @@ class GatewayConnection:
             raise GatewaySetupError("no gateway URL (set --gateway, $OPENCLAW_GATEWAY_URL or "
                                     "gateway.port in openclaw.json)")
         options = {"open_timeout": self.timeout, "close_timeout": 0.5,
-                   "max_size": MAX_FRAME_BYTES, "user_agent_header": USER_AGENT}
+                   "max_size": MAX_FRAME_BYTES, "user_agent_header": USER_AGENT,
+                   "logger": WEBSOCKETS_LOG}
         if _CONNECT_TAKES_PROXY:
             options["proxy"] = None  # a loopback gateway must not go through $HTTPS_PROXY
         options["create_connection"] = self._new_socket_owner
@@ -118,8 +157,13 @@ class GatewayConnection:
 
     def _new_socket_owner(self, *args: Any, **kwargs: Any) -> ClientConnection:
         """websockets' connection object, made as soon as the TCP connection is: kept so
-        that ``abort`` can close its socket during the WebSocket handshake too."""
-        owner = ClientConnection(*args, **kwargs)
+        that ``abort`` can close its socket during the WebSocket handshake too. Only one is
+        made: a second is websockets following a redirect (``RedirectRefused``)."""
+        if self._socket_owner is not None:      # websockets follows a redirect
+            rejection = getattr(self._socket_owner.protocol, "handshake_exc", None)
+            response = getattr(rejection, "response", None)
+            raise RedirectRefused(getattr(response, "status_code", None))
+        owner = _EndsOnCloseFrame(*args, **kwargs)
         self._socket_owner = owner
         if self._failure is not None:       # aborted while the TCP connection was made
             owner.close_socket()
@@ -172,10 +216,11 @@ class GatewayConnection:
         kind = frame.get("type")
         if kind == "res":
             with self._cond:
-                self._responses[str(frame.get("id"))] = frame
-                self._cond.notify_all()
+                request_id = frame.get("id")
+                if isinstance(request_id, str) and request_id in self._awaited:
+                    self._responses[request_id] = frame
+                    self._cond.notify_all()
         elif kind == "event":
-            self.events.append(frame)
             if self.on_event is not None:
                 try:
                     self.on_event(frame)
@@ -193,6 +238,16 @@ class GatewayConnection:
         with self._cond:
             if self._failure is not None:
                 raise self._failure
+            self._awaited.add(request_id)
+        try:
+            return self._await_response(method, params, request_id, timeout)
+        finally:
+            with self._cond:
+                self._awaited.discard(request_id)
+                self._responses.pop(request_id, None)
+
+    def _await_response(self, method: str, params: dict | None, request_id: str,
+                        timeout: float) -> Any:
         try:
             self._ws.send(request_frame(request_id, method, params))
         except ConnectionClosed as exc:

@@ -53,9 +53,42 @@ class GatewayRpcError(GatewayError):
         error = error if isinstance(error, dict) else {"message": str(error)}
         self.error = error
         self.method = method
-        super().__init__(f"{method} failed: {error.get('code') or 'error'}: "
-                         f"{str(error.get('message') or '')[:300]}", code=error.get("code"))
+        code = error_code(error.get("code"))
+        super().__init__(f"{method} failed: {code or 'error'}: "
+                         f"{str(error.get('message') or '')[:300]}", code=code)
         self.retryable = bool(error.get("retryable"))
+
+
+MAX_CODE_CHARS = 100      # OpenClaw's codes are words: INVALID_REQUEST, AUTH_TOKEN_MISMATCH
+
+
+def error_code(value: Any) -> str | None:
+    """An error code from the gateway as text cut to ``MAX_CODE_CHARS`` (None for none)."""
+    return str(value)[:MAX_CODE_CHARS] if value else None
+
+
+_JSON_KINDS = ((bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"),
+               (list, "an array"), (dict, "an object"))
+
+
+def json_kind(value: Any) -> str:
+    """What a decoded JSON value is, in JSON's words (``"an array"``), for an error that
+    must not echo the value itself."""
+    if value is None:
+        return "null"
+    return next(name for kind, name in _JSON_KINDS if isinstance(value, kind))
+
+
+def answer_object(method: str, payload: Any) -> dict:
+    """A method's payload, which the protocol makes an object (``{}`` for none); any other
+    answer is a broken or hostile gateway, refused with one line rather than read as if
+    it were an object."""
+    if payload is None:
+        return {}
+    if not isinstance(payload, dict):
+        raise GatewayProtocolError(f"{method}: the gateway answered with {json_kind(payload)}, "
+                                   "not an object")
+    return payload
 
 
 def redact(text: str, token: str | None) -> str:
@@ -68,8 +101,8 @@ def connect_error(error: Any) -> GatewayError:
     """The exception for a ``connect`` that the gateway answered with ``ok: false``."""
     error = error if isinstance(error, dict) else {"message": str(error)}
     details = error.get("details") if isinstance(error.get("details"), dict) else {}
-    code = str(error.get("code") or "")
-    detail_code = str(details.get("code") or "")
+    code = error_code(error.get("code")) or ""
+    detail_code = error_code(details.get("code")) or ""
     message = str(error.get("message") or "")
     lowered = message.lower()
     summary = f"{detail_code or code or 'error'}: {message[:300]}"
@@ -85,7 +118,8 @@ def connect_error(error: Any) -> GatewayError:
                                 or code)
     if detail_code == "PROTOCOL_MISMATCH":
         return GatewayError(f"protocol mismatch: the gateway expects protocol "
-                            f"{details.get('expectedProtocol')}, clawwatch speaks {PROTOCOL}",
+                            f"{error_code(details.get('expectedProtocol'))}, clawwatch speaks "
+                            f"{PROTOCOL}",
                             code=detail_code)
     return GatewayError(f"connect refused by the gateway ({summary})", code=detail_code or code)
 

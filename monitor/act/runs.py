@@ -6,6 +6,11 @@ run starts and ends (``phase`` ``end`` or ``error``); ``stream:"tool"`` with
 command printed something) and ``phase:"result"`` of a backgrounded exec carries it too.
 ``RunTracker.feed`` is the ``on_event`` of a ``GatewayConnection`` (it runs on the reader
 thread); the rest is read from other threads.
+
+The gateway is not trusted with clawwatch's memory: of each event only what is used is
+kept, ids cut to ``MAX_ID_CHARS``, an exec's output only as its last ``MAX_TAIL_CHARS``
+and its lines as hashes, so the few hundred runs and pids remembered stay small whatever
+size the frames have.
 """
 
 from __future__ import annotations
@@ -20,14 +25,30 @@ MAX_RUNS = 512
 MAX_PIDS = 1024
 MAX_LINES = 2000
 MAX_EPOCH_MS = 2**53          # the latest time in ms a gateway (JavaScript) writes exactly
+MAX_ID_CHARS = 256            # a run id, session key or tool call id (a UUID is 36)
+MAX_TAIL_CHARS = 16 * 1024    # the end of an exec's output compared between updates
+END_FIELDS = ("phase", "status", "stopReason", "aborted")   # what a run's end is shown by
 REPETITIVE_AFTER = 3          # updates without a new line before output counts as repetitive
 _DIGITS = re.compile(r"\d+")
 _SPACE = re.compile(r"\s+")
 
 
-def _line_key(line: str) -> str:
-    """A line with numbers and spacing masked, so a counter or a clock is not news."""
-    return _SPACE.sub(" ", _DIGITS.sub("#", line)).strip()
+def _line_key(line: str) -> int:
+    """A line with numbers and spacing masked, so a counter or a clock is not news; as a
+    hash, so the lines seen cost a few bytes each."""
+    return hash(_SPACE.sub(" ", _DIGITS.sub("#", line)).strip())
+
+
+def ident(value) -> str:
+    """An id from an event or an answer as text, cut to ``MAX_ID_CHARS``."""
+    return str(value)[:MAX_ID_CHARS]
+
+
+def _end_data(data: dict) -> dict:
+    """The fields of a run's terminal lifecycle data that say how it ended, each scalar
+    cut to ``MAX_ID_CHARS``."""
+    return {name: data[name] if isinstance(data[name], (bool, int, float)) else ident(data[name])
+            for name in END_FIELDS if data.get(name) is not None}
 
 
 @dataclass
@@ -46,16 +67,19 @@ class ExecPid:
     background: bool = False
     last_novel_at: float = 0.0
     updates_since_novel: int = 0
-    seen_lines: set[str] = field(default_factory=set, repr=False)
+    seen_lines: set[int] = field(default_factory=set, repr=False)
 
     def observe_tail(self, tail: str, now: float) -> None:
+        tail = tail[-MAX_TAIL_CHARS:]
         if tail == self.tail:
             return
         self.tail, self.last_output_at = tail, now
         novel = False
         for line in tail.splitlines():
+            if not line.strip():
+                continue
             key = _line_key(line)
-            if key and key not in self.seen_lines and len(self.seen_lines) < MAX_LINES:
+            if key not in self.seen_lines and len(self.seen_lines) < MAX_LINES:
                 self.seen_lines.add(key)
                 novel = True
         if novel:
@@ -89,15 +113,15 @@ class RunTracker:
         if not isinstance(payload, dict):
             return
         data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
-        run_id = str(payload.get("runId") or "")
-        key = str(payload.get("sessionKey") or "")
+        run_id = ident(payload.get("runId") or "")
+        key = ident(payload.get("sessionKey") or "")
         stream = payload.get("stream")
         with self._cond:
             if stream == "lifecycle" and run_id:
                 phase = data.get("phase")
                 if phase in ("end", "error"):
                     self._active.pop(run_id, None)
-                    self._ended[run_id] = {**data, "sessionKey": key}
+                    self._ended[run_id] = {**_end_data(data), "sessionKey": key}
                     _trim(self._ended, MAX_RUNS)
                 elif run_id not in self._ended:
                     if run_id not in self._active and key:
@@ -127,8 +151,9 @@ class RunTracker:
                 started is not None and known.started_at is not None
                 and abs(started - known.started_at) > 1):
             known = ExecPid(
-                pid, key, run_id, str(data.get("toolCallId") or ""),
-                details.get("sessionId") if isinstance(details.get("sessionId"), str) else None,
+                pid, key, run_id, ident(data.get("toolCallId") or ""),
+                ident(details["sessionId"]) if isinstance(details.get("sessionId"), str)
+                else None,
                 started, now, last_novel_at=now)
             self._pids[pid] = known
             _trim(self._pids, MAX_PIDS)
