@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from monitor.act import evidence as ev
+from monitor.act import exec_calls
+from monitor.act.background_execs import running_background_execs
+from monitor.act.exec_calls import ExecCall, exec_calls_in, recent_exec_calls
 from monitor.act.processes import ExecShell
 from monitor.act.runs import ExecPid
 from monitor.demo.sim.legacy_writer import LegacyWriter
@@ -81,7 +84,7 @@ def test_recent_exec_calls_reads_plain_and_compressed_rows(state):
         add_exec(writer, "agent:main:a", "call-a", "sleep 600", now - 5, pid=111,
                  process_session="calm-reef")
         add_exec(writer, "agent:main:b", "call-b", long_command, now - 2)
-    calls = {call.call_id: call for call in ev.recent_exec_calls(str(state), now=now)}
+    calls = {call.call_id: call for call in recent_exec_calls(str(state), now=now)}
     assert calls["call-a"].result_pid == 111 and calls["call-a"].process_session == "calm-reef"
     assert calls["call-a"].session_key == "agent:main:a"
     assert abs(calls["call-a"].ts - (now - 5)) < 0.01
@@ -97,7 +100,7 @@ def test_recent_exec_calls_skips_old_idle_sessions(state):
         add_exec(writer, "agent:main:old", "call-old", "sleep 1", now - 10 * 3600)
         writer.upsert_session("agent:main:old", "sid-agent:main:old", {}, "done",
                               updated_at=int((now - 10 * 3600) * 1000))
-    assert ev.recent_exec_calls(str(state), now=now) == []
+    assert recent_exec_calls(str(state), now=now) == []
 
 
 def iso(ts: float) -> str:
@@ -132,7 +135,7 @@ def test_legacy_transcripts_give_the_same_evidence(state):
                     session_file="elsewhere-b.jsonl")
     add_legacy_exec(writer, "agent:main:old", "call-old", "ls /nowhere", now - 10 * 3600)
     writer.close()
-    calls = {call.call_id: call for call in ev.recent_exec_calls(str(state), now=now)}
+    calls = {call.call_id: call for call in recent_exec_calls(str(state), now=now)}
     assert set(calls) == {"call-a", "call-b"}
     assert calls["call-a"].result_pid == 111 and calls["call-a"].session_key == "agent:main:a"
     assert abs(calls["call-b"].ts - (now - 2)) < 0.01
@@ -149,8 +152,8 @@ def test_legacy_evidence_reads_only_complete_lines_at_the_transcript_end(state, 
     path = state / "agents" / "main" / "sessions" / "sid-a.jsonl"
     with open(path, "ab") as handle:
         handle.write(b'{"type": "message", "timestamp": "')  # a line still being written
-    monkeypatch.setattr(ev, "TRANSCRIPT_TAIL_BYTES", 2000)
-    ids = [call.call_id for call in ev.recent_exec_calls(str(state), now=now)]
+    monkeypatch.setattr(exec_calls, "TRANSCRIPT_TAIL_BYTES", 2000)
+    ids = [call.call_id for call in recent_exec_calls(str(state), now=now)]
     assert ids and ids == [f"call-{n}" for n in range(40 - len(ids), 40)] and len(ids) < 40
 
 
@@ -158,7 +161,7 @@ def test_a_gateway_tool_event_attributes_the_shell():
     start = time.time()
     reported = [ExecPid(4242, "agent:main:a", "run-a", "call-a", "brisk-crest", start + 0.3,
                         start)]
-    calls = [ev.ExecCall("agent:main:a", "call-a", "sleep 5", start - 0.1)]
+    calls = [ExecCall("agent:main:a", "call-a", "sleep 5", start - 0.1)]
     owner = ev.attribute(shell("sleep 5", start), reported=reported, calls=calls)
     assert owner.session_key == "agent:main:a"
     assert "call-a" in owner.evidence and "run-a" in owner.evidence
@@ -169,7 +172,7 @@ def test_a_tool_event_and_a_command_match_naming_different_sessions_conflict():
     start = time.time()
     reported = [ExecPid(4242, "agent:main:a", "run-a", "call-a", "brisk-crest", start + 0.3,
                         start)]
-    calls = [ev.ExecCall("agent:main:b", "call-b", "sleep 5", start - 0.1)]
+    calls = [ExecCall("agent:main:b", "call-b", "sleep 5", start - 0.1)]
     assert ev.attribute(shell("sleep 5", start), reported=reported, calls=calls) is None
     verdict = ev.judge(shell("sleep 5", start), reported=reported, calls=calls)
     assert verdict.ambiguous and verdict.sessions == ("agent:main:a", "agent:main:b")
@@ -185,7 +188,7 @@ def test_a_tool_event_for_an_older_process_with_that_pid_does_not_count():
 
 def test_a_transcript_result_naming_the_pid_attributes_a_background_exec():
     start = time.time() - 300
-    calls = [ev.ExecCall("agent:main:a", "call-a", "sleep 600", start - 0.2, 4242, "calm-reef",
+    calls = [ExecCall("agent:main:a", "call-a", "sleep 600", start - 0.2, 4242, "calm-reef",
                          start + 10)]
     owner = ev.attribute(shell("something else", start), calls=calls)
     assert owner.session_key == "agent:main:a" and "calm-reef" in owner.evidence
@@ -193,17 +196,17 @@ def test_a_transcript_result_naming_the_pid_attributes_a_background_exec():
 
 def test_command_text_near_the_shell_start_attributes_it():
     start = time.time()
-    calls = [ev.ExecCall("agent:main:a", "call-a", "until curl -s x; do sleep 1; done",
+    calls = [ExecCall("agent:main:a", "call-a", "until curl -s x; do sleep 1; done",
                          start - 0.3),
-             ev.ExecCall("agent:main:b", "call-b", "ls", start - 0.3)]
+             ExecCall("agent:main:b", "call-b", "ls", start - 0.3)]
     owner = ev.attribute(shell("until curl -s x; do sleep 1; done", start), calls=calls)
     assert owner.session_key == "agent:main:a" and "call-a" in owner.evidence
 
 
 def test_the_same_command_in_two_sessions_at_the_same_time_is_not_attributed():
     start = time.time()
-    calls = [ev.ExecCall("agent:main:a", "call-a", "make test", start - 0.3),
-             ev.ExecCall("agent:main:b", "call-b", "make test", start - 0.6)]
+    calls = [ExecCall("agent:main:a", "call-a", "make test", start - 0.3),
+             ExecCall("agent:main:b", "call-b", "make test", start - 0.6)]
     assert ev.attribute(shell("make test", start), calls=calls) is None
 
 
@@ -213,8 +216,8 @@ def test_the_same_command_earlier_elsewhere_is_ambiguous_until_it_finished():
     shell's as well as a's closer one; once b's call has a result that names no pid, its
     command ran to its end and this shell is not its."""
     start = time.time()
-    calls = [ev.ExecCall("agent:main:a", "call-a", "make test", start - 0.3),
-             ev.ExecCall("agent:main:b", "call-b", "make test", start - 25)]
+    calls = [ExecCall("agent:main:a", "call-a", "make test", start - 0.3),
+             ExecCall("agent:main:b", "call-b", "make test", start - 25)]
     verdict = ev.judge(shell("make test", start), calls=calls)
     assert verdict.ambiguous and verdict.sessions == ("agent:main:a", "agent:main:b")
     calls[1] = dataclasses.replace(calls[1], finished=True)
@@ -223,8 +226,8 @@ def test_the_same_command_earlier_elsewhere_is_ambiguous_until_it_finished():
 
 def test_a_matching_command_outside_the_time_window_is_not_evidence():
     start = time.time()
-    calls = [ev.ExecCall("agent:main:a", "call-a", "make test", start - 120),
-             ev.ExecCall("agent:main:a", "call-b", "make test", start + 30)]
+    calls = [ExecCall("agent:main:a", "call-a", "make test", start - 120),
+             ExecCall("agent:main:a", "call-b", "make test", start + 30)]
     assert ev.attribute(shell("make test", start), calls=calls) is None
 
 
@@ -232,7 +235,7 @@ def test_running_background_tasks_attribute_by_command_and_start(state):
     start = time.time() - 100
     add_task(state, "agent:main:poller", "mild-harbor", "sleep 600", start + 0.4)
     add_task(state, "agent:main:done", "old-sea", "sleep 600", start, status="failed")
-    tasks = ev.running_background_execs(str(state))
+    tasks = running_background_execs(str(state))
     assert [(t.session_key, t.process_session) for t in tasks] == [
         ("agent:main:poller", "mild-harbor")]
     owner = ev.attribute(shell("sleep 600", start), tasks=tasks)
@@ -241,16 +244,16 @@ def test_running_background_tasks_attribute_by_command_and_start(state):
 
 
 def test_missing_databases_give_no_evidence(tmp_path):
-    assert ev.recent_exec_calls(str(tmp_path / "nothing")) == []
-    assert ev.running_background_execs(str(tmp_path / "nothing")) == []
-    assert ev.recent_exec_calls(None) == []
+    assert recent_exec_calls(str(tmp_path / "nothing")) == []
+    assert running_background_execs(str(tmp_path / "nothing")) == []
+    assert recent_exec_calls(None) == []
 
 
 def test_a_transcript_pid_counts_only_inside_its_calls_window():
     start = time.time() - 300
 
     def owner(made: float, answered: float | None):
-        calls = [ev.ExecCall("agent:main:a", "call-a", "sleep 600", made, 4242, None,
+        calls = [ExecCall("agent:main:a", "call-a", "sleep 600", made, 4242, None,
                              answered)]
         return ev.attribute(shell("something else", start), calls=calls)
 
@@ -264,23 +267,23 @@ def test_a_transcript_pid_counts_only_inside_its_calls_window():
 
 def test_the_same_call_in_two_sessions_is_settled_by_a_pid_of_one_of_them():
     start = time.time()
-    calls = [ev.ExecCall("agent:main:a", "call-a", "make test", start - 0.3, 4242, None,
+    calls = [ExecCall("agent:main:a", "call-a", "make test", start - 0.3, 4242, None,
                          start + 2),
-             ev.ExecCall("agent:main:b", "call-b", "make test", start - 0.6)]
+             ExecCall("agent:main:b", "call-b", "make test", start - 0.6)]
     assert ev.attribute(shell("make test", start), calls=calls).session_key == "agent:main:a"
-    tie = ev.ExecCall("agent:main:c", "call-c", "make test", start - 0.4)
+    tie = ExecCall("agent:main:c", "call-c", "make test", start - 0.4)
     alone = ev.judge(shell("make test", start), calls=[calls[1], tie])
     assert alone.ambiguous and alone.owner is None
     elsewhere = ev.judge(shell("make test", start), calls=[
-        calls[1], tie, ev.ExecCall("agent:main:d", "call-d", "ls", start - 0.4, 4242, None,
+        calls[1], tie, ExecCall("agent:main:d", "call-d", "ls", start - 0.4, 4242, None,
                                    start + 1)])
     assert elsewhere.ambiguous, "a pid of a session outside the tie conflicts with it"
 
 
 def test_two_sessions_naming_one_pid_is_ambiguous():
     start = time.time()
-    calls = [ev.ExecCall("agent:main:a", "call-a", "x", start - 0.3, 4242, None, start + 1),
-             ev.ExecCall("agent:main:b", "call-b", "y", start - 0.2, 4242, None, start + 1)]
+    calls = [ExecCall("agent:main:a", "call-a", "x", start - 0.3, 4242, None, start + 1),
+             ExecCall("agent:main:b", "call-b", "y", start - 0.2, 4242, None, start + 1)]
     verdict = ev.judge(shell("z", start), calls=calls)
     assert verdict.ambiguous and verdict.sessions == ("agent:main:a", "agent:main:b")
     assert ev.attribute(shell("z", start), calls=calls) is None
@@ -299,7 +302,7 @@ def test_malformed_pids_and_rows_are_skipped(state):
                         {"role": "assistant", "content": 5}, "text", None):
             writer.append_event(sid, {"type": "message", "message": message},
                                 created_at=int(now * 1000))
-    calls = {call.call_id: call for call in ev.recent_exec_calls(str(state), now=now)}
+    calls = {call.call_id: call for call in recent_exec_calls(str(state), now=now)}
     assert calls["call-ok"].result_pid == 4242
     assert abs(calls["call-ok"].result_ts - (now - 5 + 0.05)) < 0.01
     assert all(calls[f"call-{n}"].result_pid is None for n in range(len(bad)))
@@ -318,7 +321,7 @@ def test_a_call_answered_without_a_pid_is_finished_and_one_with_a_pid_is_not():
     entries = [(call("done"), 1.0), (call("bg"), 2.0), (call("open"), 3.0),
                (result("done", {"status": "completed", "exitCode": 0}), 4.0),
                (result("bg", {"status": "running", "pid": 4242}), 5.0)]
-    calls = {c.call_id: c for c in ev._calls_in("agent:main:a", entries)}
+    calls = {c.call_id: c for c in exec_calls_in("agent:main:a", entries)}
     assert calls["done"].finished and calls["done"].result_pid is None
     assert not calls["bg"].finished and calls["bg"].result_pid == 4242
     assert not calls["open"].finished and calls["open"].result_ts is None

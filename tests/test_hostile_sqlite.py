@@ -5,7 +5,8 @@ same schema but without ``STRICT`` and without column types stores whatever it i
 ``updated_at`` as text, ``entry_json`` as an integer, a ``session_id`` as NULL, an integer or
 a blob, a ``seq`` as text or a blob. Each such row must be reported (the database's path and
 ``table/rowid N``) and skipped while the good sessions' rows flow, through ``replay --json``,
-``watch --headless`` and the ``stop --kill`` evidence reader (``monitor/act/evidence.py``).
+``watch --headless`` and the ``stop --kill`` evidence readers (``monitor/act/exec_calls.py``,
+``monitor/act/background_execs.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from pathlib import Path
 import pytest
 from chaos_writer import AGENT_DDL, assistant_tool_call, dumps, session_header
 
-from monitor.act import evidence as ev
+from monitor.act.background_execs import running_background_execs
+from monitor.act.exec_calls import recent_exec_calls
 from monitor.events import SourceError, ToolCall
 from monitor.sources import sqlite_event_rows
 from monitor.sources.sqlite_agent import SqliteAgentSource
@@ -289,11 +291,11 @@ def test_kill_evidence_ignores_rows_of_the_wrong_type(tmp_path):
                 ("t5", "exec", "agent:main:ok", "exec:calm-reef", "sleep 9", "running",
                  NOW_MS, NOW_MS)]
         gconn.executemany("INSERT INTO task_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    calls = ev.recent_exec_calls(str(state))
+    calls = recent_exec_calls(str(state))
     assert {(c.session_key, c.call_id, c.command) for c in calls} >= {
         (GOOD_KEY, "call-ok", "sleep 600")}
     assert all(isinstance(c.session_key, str) for c in calls)
-    tasks = {t.session_key: t for t in ev.running_background_execs(str(state))}
+    tasks = {t.session_key: t for t in running_background_execs(str(state))}
     assert tasks["agent:main:ok"].process_session == "calm-reef"
     assert set(tasks) <= {"agent:main:ok", "agent:main:t3", "agent:main:t4"}
     t3 = tasks["agent:main:t3"]
@@ -335,5 +337,5 @@ def test_kill_evidence_reads_zstd_rows_with_the_source_own_bounds(tmp_path):
         "role": "assistant", "content": [{"type": "toolCall", "id": "call-after",
                                           "name": "exec", "arguments": {"command": "ls"}}]}})
     conn.close()
-    calls = {c.call_id for c in ev.recent_exec_calls(str(state))}
+    calls = {c.call_id for c in recent_exec_calls(str(state))}
     assert calls == {"call-zstd", "call-after"}

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor.act.evidence import recent_exec_calls, running_background_execs
+from monitor.act.background_execs import running_background_execs
+from monitor.act.exec_calls import recent_exec_calls
 from monitor.config import BudgetsConfig, Config
 from monitor.demo.sim.sqlite_writer import SqliteAgentWriter
 from monitor.detect.engine import DetectionEngine

@@ -16,7 +16,7 @@ from pathlib import Path
 from chaos_writer import AGENT_DDL, assistant_tool_call, session_header
 from test_hostile_sqlite import NOW_MS, add_node, add_row, add_window
 
-from monitor.act import evidence as ev
+from monitor.act.exec_calls import recent_exec_calls
 from monitor.sources import sqlite_open
 from monitor.sources.history_reader import HistoryRequest, read_parts
 from monitor.sources.sqlite_agent import SqliteAgentSource
@@ -73,7 +73,7 @@ def test_an_endless_view_in_place_of_the_transcripts_is_refused_at_once(tmp_path
     assert source["errors"] == 1
     message = source["error_samples"][0]["message"]
     assert "not OpenClaw's schema" in message and "transcript_events is a view" in message
-    assert ev.recent_exec_calls(str(tmp_path / "state")) == []
+    assert recent_exec_calls(str(tmp_path / "state")) == []
     assert db.exists()
 
 

@@ -30,7 +30,9 @@ import psutil
 from monitor.act import evidence as ev
 from monitor.act import processes as pt
 from monitor.act.api import ActionKind, ActionResult, ProcessInfo
+from monitor.act.background_execs import running_background_execs
 from monitor.act.cli_call import cli_call, find_openclaw_bin
+from monitor.act.exec_calls import recent_exec_calls
 from monitor.act.gateway_client import GatewayClient
 from monitor.act.gateway_errors import (
     GatewayAuthError,
@@ -224,8 +226,8 @@ class GatewayActionController:
         if not shells:
             return []
         state_dir = self.discovered.state_dir
-        calls = ev.recent_exec_calls(state_dir)
-        tasks = ev.running_background_execs(state_dir)
+        calls = recent_exec_calls(state_dir)
+        tasks = running_background_execs(state_dir)
         reported = self.tracker.exec_pids()
         return [(shell, ev.judge(shell, reported=reported, calls=calls, tasks=tasks))
                 for shell in shells]

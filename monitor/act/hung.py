@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from monitor.act import evidence as ev
+from monitor.act.background_execs import running_background_execs
+from monitor.act.exec_calls import recent_exec_calls
 from monitor.act.processes import ExecShell, exec_shells
 from monitor.detect.findings import Finding
 from monitor.redaction import clip_redacted
@@ -126,8 +128,8 @@ class HungProcessWatcher:
         missing = [shell for shell in shells if (shell.pid, shell.create_time) not in self._owners]
         if missing:
             state_dir = self.controller.discovered.state_dir
-            calls = ev.recent_exec_calls(state_dir)
-            tasks = ev.running_background_execs(state_dir)
+            calls = recent_exec_calls(state_dir)
+            tasks = running_background_execs(state_dir)
             reported = self.controller.tracker.exec_pids()
             for shell in missing:
                 owner = ev.attribute(shell, reported=reported, calls=calls, tasks=tasks)

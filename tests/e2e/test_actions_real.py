@@ -32,9 +32,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from monitor.act import evidence as ev
 from monitor.act import processes as pt
 from monitor.act.cli_stop import stop_main
+from monitor.act.exec_calls import recent_exec_calls
 
 from .gateway import RealGateway
 
@@ -269,7 +269,7 @@ def attribution_report(gateway: RealGateway, key: str) -> dict:
     """What the kill's evidence looks like now: for a failure message."""
     found = pt.find_gateway(url=gateway.url, state_dir=str(gateway.state_dir))
     shells = pt.exec_shells(found) if found else []
-    calls = [c for c in ev.recent_exec_calls(str(gateway.state_dir)) if c.session_key == key]
+    calls = [c for c in recent_exec_calls(str(gateway.state_dir)) if c.session_key == key]
     return {"gateway": found.pid if found else None,
             "shells": [(s.pid, round(s.create_time, 2), s.command[:60]) for s in shells],
             "calls": [(c.call_id, round(c.ts, 2), c.command[:60]) for c in calls]}
