@@ -25,8 +25,9 @@ from monitor.detect import engine as engine_module
 from monitor.detect.budgets import BUCKETS_PER_WINDOW, SERIES_POINTS
 from monitor.detect.engine import DetectionEngine
 from monitor.detect.findings import Finding
-from monitor.detect.outcomes import OUTCOME_PARAM_KEYS, outcome_of, outcome_params, tool_params
+from monitor.detect.outcomes import OUTCOME_PARAM_KEYS, outcome_of, outcome_params
 from monitor.detect.session_state import MAX_GATE_KEYS, MAX_PENDING_CALLS, BoundedGate
+from monitor.detect.tool_call_hashing import tool_params
 from monitor.events import GatewayNotice, UserMessage
 from monitor.pipeline import Monitor
 from monitor.sources.sourceset import SourceSet

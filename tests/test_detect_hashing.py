@@ -15,7 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_detect_support import FIXTURES
 
-from monitor.detect import outcomes
+from monitor.detect import outcomes, remembered_digests
+from monitor.detect.exec_failure_masks import mask_exec_output
+from monitor.detect.exec_outcomes import exec_failure_identity
 from monitor.detect.jsstable import (
     UNDEFINED,
     js_number,
@@ -24,20 +26,14 @@ from monitor.detect.jsstable import (
     stable_digest,
     stable_stringify,
 )
-from monitor.detect.outcomes import (
-    _canonical_markers,
-    _digest_outcome,
-    _exec_failure_identity,
-    digest_outcome,
+from monitor.detect.outcome_digests import _canonical_markers, digest_outcome, digest_outcome_afresh
+from monitor.detect.outcomes import outcome_of, strip_loop_note, unknown_tool_name
+from monitor.detect.tool_call_hashing import (
     hash_tool_call,
     is_known_poll,
     is_not_admitted,
-    mask_exec_output,
     normalize_tool_name,
-    outcome_of,
-    strip_loop_note,
     tool_params,
-    unknown_tool_name,
 )
 
 VECTORS = json.loads((FIXTURES / "oc-outcome-vectors.json").read_text())
@@ -205,31 +201,32 @@ def test_values_python_finds_equal_are_remembered_apart():
     values = [{"exitCode": 1}, {"exitCode": True}, {"exitCode": 0}, {"exitCode": False},
               {"exitCode": None}, {"exitCode": UNDEFINED}, "1", "true"]
     for value in values + values:
-        assert digest_outcome(value) == _digest_outcome(value), value
+        assert digest_outcome(value) == digest_outcome_afresh(value), value
 
 
 def test_a_remembered_failure_identity_is_masked_as_a_fresh_one():
     details = {"status": "failed", "exitCode": 2}
     outputs = ["ls: /x: missing at 14:05:05, pid 42", "ls: /x: missing at 14:06:01, pid 43",
                "ls: /y: missing"]
-    identities = [_exec_failure_identity(details, 2, output) for output in outputs + outputs]
-    assert identities == [_digest_outcome({"status": "failed", "exitCode": 2, "timedOut": False,
-                                           "output": mask_exec_output(output)})
+    identities = [exec_failure_identity(details, 2, output) for output in outputs + outputs]
+    assert identities == [digest_outcome_afresh({"status": "failed", "exitCode": 2,
+                                                 "timedOut": False,
+                                                 "output": mask_exec_output(output)})
                           for output in outputs + outputs]
     assert identities[0] == identities[1] != identities[2]
 
 
 def test_only_small_flat_values_are_remembered():
-    outcomes._REMEMBERED.clear()
-    large = [{f"k{n}": n for n in range(outcomes.REMEMBERED_ENTRIES + 1)},
+    remembered_digests._REMEMBERED.clear()
+    large = [{f"k{n}": n for n in range(remembered_digests.REMEMBERED_ENTRIES + 1)},
              {"a": "x" * 1500, "b": "y" * 1500}, {"a": {"nested": 1}}, {"a": 1.5},
-             "z" * (outcomes.REMEMBERED_CHARS + 1)]
+             "z" * (remembered_digests.REMEMBERED_CHARS + 1)]
     for value in large:
-        assert digest_outcome(value) == _digest_outcome(value)
-    assert not outcomes._REMEMBERED
-    for n in range(outcomes.REMEMBERED_DIGESTS * 2):
+        assert digest_outcome(value) == digest_outcome_afresh(value)
+    assert not remembered_digests._REMEMBERED
+    for n in range(remembered_digests.REMEMBERED_DIGESTS * 2):
         digest_outcome({"output": f"line {n}"})
-    assert 0 < len(outcomes._REMEMBERED) <= outcomes.REMEMBERED_DIGESTS
+    assert 0 < len(remembered_digests._REMEMBERED) <= remembered_digests.REMEMBERED_DIGESTS
 
 
 MARKED = (f'{MARKER} id="0123456789abcdef">>>\nbody\n<<<END_EXTERNAL_UNTRUSTED_CONTENT '
@@ -244,5 +241,5 @@ FLAT_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.just(U
                                  FLAT_SCALARS, max_size=3), FLAT_STRINGS))
 def test_remembered_digests_and_call_hashes_are_the_fresh_ones(value):
     for _ in range(2):                                          # the second time remembered
-        assert digest_outcome(value) == _digest_outcome(value)
+        assert digest_outcome(value) == digest_outcome_afresh(value)
         assert hash_tool_call("exec", value) == f"exec:{stable_digest(value)}"

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from monitor.detect import loopcore
 from monitor.detect.loopcore import Record, Thresholds, evaluate
-from monitor.detect.outcomes import TERMINAL_EXEC_FAILURE, VETO_KIND
+from monitor.detect.outcome_record import TERMINAL_EXEC_FAILURE, VETO_KIND
 
 TOOLS = ("exec", "read", "process")
 

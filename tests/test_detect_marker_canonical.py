@@ -1,7 +1,7 @@
 """The linear untrusted-content marker canonicalisation equals the original regex's.
 
-``ORIGINAL_MARKER`` and ``original_canonical_markers`` are the first version of
-``monitor.detect.outcomes``'s marker handling, kept here as the oracle: a
+``ORIGINAL_MARKER`` and ``original_canonical_markers`` are the first version of the
+marker handling in ``monitor.detect.outcome_digests``, kept here as the oracle: a
 tempered token tested a look-ahead at every character of the page, and the
 quote check ran a look-behind regex over the whole block. The rewrite must find
 the same matches (spans and groups) and produce the same text on any input.
@@ -14,7 +14,7 @@ import re
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from monitor.detect.outcomes import _MARKER, _canonical_markers, digest_outcome
+from monitor.detect.outcome_digests import _MARKER, _canonical_markers, digest_outcome
 
 ORIGINAL_MARKER = re.compile(
     r'(<<<EXTERNAL_UNTRUSTED_CONTENT id=(\\*)")([a-f0-9]{16})(\2">>>(?:(?!<<<(?:END_)?'

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from test_detect_support import Script, engine_with, exec_details
 
-from monitor.detect.outcomes import hash_tool_call
+from monitor.detect.tool_call_hashing import hash_tool_call
 
 FAIL = "ls: cannot access '/nope': No such file or directory\n\n(Command exited with code 2)"
 LOOP_DETECTORS = {"generic_repeat", "known_poll_no_progress", "ping_pong", "unknown_tool_repeat",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from monitor.detect.outcomes import _VOLATILE_EXEC_FAILURE, mask_exec_output
+from monitor.detect.exec_failure_masks import _VOLATILE_EXEC_FAILURE, mask_exec_output
 
 PIECES = [
     "2026-09-06T12:34:56.789Z", "2026-09-06 12:34:56+02:00", "12:34:56", "1:02:03.5",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from monitor.detect.outcomes import TERMINAL_EXEC_FAILURE, VETO_KIND
+from monitor.detect.outcome_record import TERMINAL_EXEC_FAILURE, VETO_KIND
 
 MIN_STABLE_CALLS_PER_VARIANT = 3
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from monitor.detect.normalise import Normaliser, outcome_prefix, prefixed_key
-from monitor.detect.outcomes import made_now
+from monitor.detect.outcome_record import made_now
 
 #: Bytes of result bodies the keys and hashes of a replay's engine may hold unmade: a giant
 #: session's window of 30 large results must fit (with 1 MiB a replay gains nothing).

@@ -23,18 +23,17 @@ from monitor.detect.beyond import Hit, level_for
 from monitor.detect.findings import LEVEL_RANK, Finding
 from monitor.detect.loopcore import Record, Verdict, evaluate
 from monitor.detect.outcome_keys import DeferredBodies, LazyDigest
-from monitor.detect.outcomes import (
-    VETO_KIND,
+from monitor.detect.outcome_record import VETO_KIND
+from monitor.detect.outcomes import outcome_of, outcome_params
+from monitor.detect.session_state import LastCall, PendingCall, SessionState
+from monitor.detect.settings import Settings
+from monitor.detect.tool_call_hashing import (
     hash_tool_call,
     is_known_poll,
     is_not_admitted,
     normalize_tool_name,
-    outcome_of,
-    outcome_params,
     tool_params,
 )
-from monitor.detect.session_state import LastCall, PendingCall, SessionState
-from monitor.detect.settings import Settings
 from monitor.events import LoopVeto, ToolCall, ToolResult
 
 

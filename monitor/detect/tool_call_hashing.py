@@ -1,0 +1,46 @@
+"""A tool call as OpenClaw's loop detection sees it: ``hashToolCall`` of its normalised tool
+name and params, and the calls it treats apart (known polls, and calls agent-core refused
+before loop admission, which OpenClaw never records).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from monitor.detect.jsstable import UNDEFINED, js_trim, stable_digest
+from monitor.detect.remembered_digests import remembered_digest
+
+_TOOL_NAME = re.compile(r"^[a-z0-9._-]+$")
+
+
+def normalize_tool_name(name: str | None) -> str:
+    """``normalizeToolPolicyName(name || "tool")``; invalid names become ``undefined`` as in JS."""
+    normalized = js_trim(name or "tool").lower()
+    if not normalized or len(normalized) > 128 or not _TOOL_NAME.match(normalized):
+        return "undefined"
+    return normalized
+
+
+def tool_params(arguments: Any, has_arguments: bool = True) -> Any:
+    """The params OpenClaw hashes: ``undefined`` when the call stored no arguments."""
+    return arguments if has_arguments else UNDEFINED
+
+
+def hash_tool_call(tool: str, params: Any) -> str:
+    """``hashToolCall``; the digest of small flat params is remembered
+    (``remembered_digest``)."""
+    return f"{tool}:{remembered_digest('call', params, stable_digest)}"
+
+
+def is_not_admitted(tool_name: str, text: str) -> bool:
+    """Results agent-core produces before loop admission; OpenClaw never records these calls."""
+    return text == f"Tool {tool_name} not found" or text.startswith(
+        'Validation failed for tool "')
+
+
+def is_known_poll(tool: str, params: Any) -> bool:
+    if tool == "command_status":
+        return True
+    return tool == "process" and isinstance(params, dict) and params.get("action") in (
+        "poll", "log")
