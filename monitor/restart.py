@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 
-from monitor.sources.tail_state import FollowerState
+from monitor.sources.saved import saved_seqs
+from monitor.sources.tail_state import FollowerState, saved_positions
 
 #: Checkpoint keys of sources that are read again from their start on a restart.
 REWOUND_KINDS = ("jsonl", "sqlite")
@@ -40,16 +41,11 @@ class ReportedBefore:
         self._seqs: dict[tuple[str, str], int] = {}
         for key, value in checkpoint.items():
             kind, _, path = key.partition(":")
-            if kind not in REWOUND_KINDS or not isinstance(value, dict):
+            if kind not in REWOUND_KINDS or type(value) is not dict:
                 continue
-            for file, state in (value.get("files") or {}).items():
-                try:
-                    self._files[str(file)] = FollowerState.from_json(state)
-                except (KeyError, TypeError, ValueError):
-                    continue
-            for sid, seq in (value.get("seq") or {}).items():
-                if type(seq) is int:
-                    self._seqs[(path, str(sid))] = seq
+            self._files.update(saved_positions(value.get("files")))
+            for sid, seq in saved_seqs(value.get("seq")).items():
+                self._seqs[(path, sid)] = seq
 
     def __call__(self, event) -> bool:
         origin = getattr(event, "origin", "")

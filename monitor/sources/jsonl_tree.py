@@ -40,7 +40,7 @@ from monitor.sources.tail import (
     FileFollower,
     put_detached_first,
 )
-from monitor.sources.tail_state import FollowerState, Line, TailNotice
+from monitor.sources.tail_state import Line, TailNotice, saved_positions
 
 RESCAN_SECONDS = 1.0
 #: A directory whose mtime is this recent is listed again next time (same-tick creations).
@@ -147,10 +147,7 @@ class JsonlTreeSource(Source):
         self._hint_all = False
         self._sweep = 0
         saved = resume if isinstance(resume, dict) else {}
-        files = saved.get("files") if isinstance(saved.get("files"), dict) else {}
-        self._resume = {path: FollowerState.from_json(state) for path, state in files.items()
-                        if isinstance(path, str) and isinstance(state, dict)
-                        and _valid_state(state)}
+        self._resume = saved_positions(saved.get("files"))
         self.restore_parse_state(saved.get("parse") if isinstance(saved.get("parse"), dict)
                                  else {})
 
@@ -366,10 +363,3 @@ def first_entry(path: str, max_bytes: int = 64 << 10) -> dict | None:
             return entry
     return None
 
-
-def _valid_state(state: dict) -> bool:
-    try:
-        FollowerState.from_json(state)
-    except (KeyError, TypeError, ValueError):
-        return False
-    return True

@@ -45,13 +45,14 @@ from monitor.sources.legacy_index import SessionIndexReader
 from monitor.sources.legacy_listing import TranscriptListing
 from monitor.sources.legacy_split import LegacySplitting
 from monitor.sources.read_ahead import ReadAhead
+from monitor.sources.saved import saved_dict
 from monitor.sources.tail import (
     POLL_BUDGET_BYTES,
     READ_STEP_BYTES,
     FileFollower,
     put_detached_first,
 )
-from monitor.sources.tail_state import FollowerState, TailNotice
+from monitor.sources.tail_state import TailNotice, saved_positions
 from monitor.sources.transcript import UnknownEntry, parse_entry
 from monitor.sources.transcript_names import is_archive
 
@@ -97,9 +98,11 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
         self._listing_key: tuple | None = None
         self._listed_at = float("-inf")
         self._followed_listing: list[str] | None = None
-        self._resume = {p: FollowerState.from_json(s)
-                        for p, s in (resume or {}).get("files", {}).items() if s}
-        self._finished_archives: set[str] = set((resume or {}).get("archives", []))
+        saved = saved_dict(resume)
+        self._resume = saved_positions(saved.get("files"))
+        archives = saved.get("archives")
+        self._finished_archives: set[str] = {
+            path for path in (archives if type(archives) is list else ()) if type(path) is str}
         self._announced: dict[str, tuple] = {}
         #: Followers without an open descriptor, in the order the safety-net sweep visits them.
         self._idle: OrderedDict[str, None] = OrderedDict()

@@ -12,6 +12,7 @@ from monitor.sources.codex import CodexSource, is_codex_entry
 from monitor.sources.gateway_log import GatewayLogSource
 from monitor.sources.jsonl_tree import first_entry
 from monitor.sources.legacy import LegacySessionsSource
+from monitor.sources.saved import saved_dict
 from monitor.sources.sqlite_agent import SqliteAgentSource
 from monitor.sources.tail_state import FollowerState, complete_files
 from monitor.sources.transcript_light import CountOnly
@@ -73,7 +74,10 @@ class SourceSet:
         self._inputs = {"paths": tuple(paths), "claude_dirs": tuple(claude_dirs),
                         "codex_dirs": tuple(codex_dirs)}
         self.replay = replay
-        self._resume = dict(resume or {})
+        #: A source's saved state is handed to it only when it is a dict (a checkpoint on
+        #: disk is not trusted); what is inside is the source's to check.
+        self._resume = {key: value for key, value in saved_dict(resume).items()
+                        if type(value) is dict}
         self.sources: list[Source] = []
         self._known: set[str] = set()
         self._last_scan = float("-inf")
@@ -81,11 +85,13 @@ class SourceSet:
         self._stopping = False
         self._polled: set[int] = set()
         if log_path:
-            saved = self._resume.pop(f"gateway-log:{os.path.abspath(log_path)}", None)
-            follower = (saved or {}).get("follower")
+            saved = self._resume.pop(f"gateway-log:{os.path.abspath(log_path)}", {})
+            try:
+                follower = FollowerState.from_json(saved["follower"])
+            except (KeyError, ValueError):
+                follower = None
             self._add(GatewayLogSource(
-                log_path, include_rotated=replay,
-                resume=FollowerState.from_json(follower) if follower else None,
+                log_path, include_rotated=replay, resume=follower,
                 start_at_end=log_from_end and not follower))
         if log_stream:      # "-" (stdin) or "journal:UNIT"; raises StreamSetupError
             from monitor.sources.stream import open_log_stream

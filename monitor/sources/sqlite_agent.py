@@ -49,6 +49,7 @@ import sqlite3
 import zstandard
 
 from monitor.sources.base import Source
+from monitor.sources.saved import saved_int, saved_seqs
 from monitor.sources.sqlite_cold import ColdReader, has_cold_table
 from monitor.sources.sqlite_event_rows import EventRows
 from monitor.sources.sqlite_guard import is_too_big, stopping
@@ -92,10 +93,10 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, UnreadSessions, Ev
         self.nodes_watermark = -1
         self.windows_watermark = -1
         if resume:
-            self.seq_cursor = {k: int(v) for k, v in resume.get("seq", {}).items()}
-            self.row_watermark = int(resume.get("rowid", 0))
-            self.nodes_watermark = int(resume.get("nodes", -1))
-            self.windows_watermark = int(resume.get("windows", -1))
+            self.seq_cursor = saved_seqs(resume.get("seq"))
+            self.row_watermark = saved_int(resume.get("rowid"), 0)
+            self.nodes_watermark = saved_int(resume.get("nodes"), -1, minimum=-1)
+            self.windows_watermark = saved_int(resume.get("windows"), -1, minimum=-1)
         self.busy_retries = 0
         self._conn: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None

@@ -14,8 +14,11 @@ import os
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
+
+from monitor.sources.saved import is_saved_int
 
 FINGERPRINT_BYTES = 1024
 
@@ -77,9 +80,29 @@ class FollowerState:
         return data
 
     @classmethod
-    def from_json(cls, data: dict) -> FollowerState:
-        return cls(int(data["dev"]), int(data["ino"]), int(data["offset"]), str(data["fp"]),
-                   data.get("mid") is True)
+    def from_json(cls, data: Any) -> FollowerState:
+        """The state ``as_json`` gave; ``ValueError`` for anything else (a checkpoint on disk
+        is not trusted: a string, a float, a negative or a 2**70 position is refused)."""
+        if type(data) is not dict:
+            raise ValueError("not a saved position")
+        dev, ino, offset, fp = (data.get(key) for key in ("dev", "ino", "offset", "fp"))
+        if not (is_saved_int(dev) and is_saved_int(ino) and is_saved_int(offset)
+                and type(fp) is str):
+            raise ValueError("not a saved position")
+        return cls(dev, ino, offset, fp, data.get("mid") is True)
+
+
+def saved_positions(value: Any) -> dict[str, FollowerState]:
+    """``path -> FollowerState`` of a checkpoint's ``files``: the entries that are one (a
+    file without a position is saved as null, and a hand-edited or damaged entry is left out,
+    so that file is read as one the checkpoint does not name)."""
+    positions = {}
+    for path, state in (value.items() if type(value) is dict else ()):
+        try:
+            positions[path] = FollowerState.from_json(state)
+        except ValueError:
+            continue
+    return positions
 
 
 @dataclass(slots=True)

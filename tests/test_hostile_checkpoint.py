@@ -1,0 +1,157 @@
+"""A checkpoint on disk is not trusted: whatever it holds, ``watch`` starts from it.
+
+A real checkpoint is written by a real watch over a legacy transcript, an agent database and
+a gateway log; then every value in it, at every level, is replaced by values of the wrong
+type or range, and the sources a restarted ``watch`` builds from it (resumed, and with
+``--from-start``) must take it and read.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from chaos_writer import AGENT_DDL, assistant_tool_call, dumps, session_header
+
+from monitor.pipeline import Monitor
+from monitor.restart import ReportedBefore, rewound
+from monitor.sources.checkpoint import CheckpointStore
+from monitor.sources.sourceset import SourceSet
+
+REPO = Path(__file__).resolve().parent.parent
+SID = "11111111-2222-3333-4444-555555555555"
+DB_SID = "66666666-7777-8888-9999-000000000000"
+#: Of the wrong type (a string, null, a list, a dict, a bool, a float) or range (negative,
+#: past 64 bits, not finite).
+HOSTILE = ["x", None, [1], {"a": 1}, True, 1.5, -1, 2 ** 70, float("inf"), float("nan")]
+
+
+def make_state(root: Path, calls: int = 3) -> tuple[Path, Path]:
+    """A state dir (a legacy transcript, an agent DB) and a gateway log under ``root``."""
+    sessions = root / "state" / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / f"{SID}.jsonl").write_text("\n".join(
+        [dumps(session_header(SID))]
+        + [dumps(assistant_tool_call(f"c{n}", n)) for n in range(calls)]) + "\n")
+    (sessions / "sessions.json").write_text(json.dumps(
+        {"agent:main:main": {"sessionId": SID, "updatedAt": int(time.time() * 1000)}}))
+    db = root / "state" / "agents" / "sq" / "agent" / "openclaw-agent.sqlite"
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.executescript(AGENT_DDL)
+    now = int(time.time() * 1000)
+    conn.execute("INSERT INTO session_nodes (session_key, current_session_id, entry_json, "
+                 "entry_valid, updated_at, status) VALUES (?, ?, '{}', 1, ?, 'running')",
+                 ("agent:sq:main", DB_SID, now))
+    conn.execute("INSERT INTO session_windows (session_id, session_key, created_at, "
+                 "updated_at, status, model) VALUES (?, ?, 1, ?, 'running', 'm')",
+                 (DB_SID, "agent:sq:main", now))
+    entries = [session_header(DB_SID)] + [assistant_tool_call(f"s{n}", n)
+                                          for n in range(1, calls + 1)]
+    for seq, entry in enumerate(entries):
+        conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at) "
+                     "VALUES (?, ?, ?, ?)", (DB_SID, seq, dumps(entry), now))
+    conn.close()
+    log = root / "gw.log"
+    log.write_text(json.dumps({"0": '{"subsystem":"test"}', "1": "hello",
+                               "_meta": {"logLevelName": "INFO"}}) + "\n")
+    return root / "state", log
+
+
+def restarted(state: Path, log: Path, resume: dict | None, *, from_start: bool) -> Monitor:
+    """What ``watch`` builds from a checkpoint: its sources and, resumed, what it reported."""
+    sources = SourceSet(state_dir=str(state), log_path=str(log),
+                        resume=resume if from_start else rewound(resume),
+                        from_start=from_start)
+    monitor = Monitor(sources, None)
+    if resume is not None and not from_start:
+        monitor.reported_before = ReportedBefore(resume)
+    return monitor
+
+
+def leaf_paths(node, prefix=()):
+    """Every place in a JSON document, one per shape (list items and the entries of a dict
+    keyed by path or id count once)."""
+    yield prefix
+    if isinstance(node, dict):
+        for key, value in list(node.items())[:1] if _keyed_by_data(node) else node.items():
+            yield from leaf_paths(value, (*prefix, key))
+    elif isinstance(node, list) and node:
+        yield from leaf_paths(node[0], (*prefix, 0))
+
+
+def _keyed_by_data(node: dict) -> bool:
+    return any("/" in key or key == DB_SID for key in node)
+
+
+def replaced(document, path, value):
+    document = copy.deepcopy(document)
+    if not path:
+        return value
+    node = document
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    return document
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory) -> tuple[Path, Path, dict]:
+    root = tmp_path_factory.mktemp("checkpointed")
+    state, log = make_state(root)
+    checkpoint = root / "cp.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--seconds", "0.3",
+         "--state-dir", str(state), "--log", str(log), "--checkpoint", str(checkpoint)],
+        capture_output=True, text=True, timeout=60, cwd=str(REPO))
+    assert result.returncode == 0, result.stderr[-2000:]
+    document = json.loads(checkpoint.read_text())
+    kinds = {key.partition(":")[0] for key in document["sources"]}
+    assert kinds >= {"jsonl", "sqlite", "gateway-log"}, kinds
+    return state, log, document
+
+
+def test_every_value_of_the_wrong_type_or_range_is_taken_without_a_crash(saved, tmp_path):
+    state, log, document = saved
+    store = CheckpointStore(str(tmp_path / "cp.json"))
+    crashes = []
+    for path in leaf_paths(document):
+        for value in HOSTILE:
+            store_path = Path(store.path)
+            store_path.write_text(json.dumps(replaced(document, path, value)))
+            resume = store.load()
+            for from_start in (False, True):
+                try:
+                    monitor = restarted(state, log, resume, from_start=from_start)
+                    try:
+                        monitor.step()
+                    finally:
+                        monitor.sources.close()
+                except Exception as exc:
+                    crashes.append(f"{path}={value!r} from_start={from_start}: "
+                                   f"{type(exc).__name__}: {exc}")
+    assert not crashes, "\n".join(crashes[:20])
+
+
+def test_watch_resumes_from_a_checkpoint_of_the_wrong_shape_without_a_traceback(saved,
+                                                                                tmp_path):
+    state, log, document = saved
+    checkpoint = tmp_path / "cp.json"
+    mangled = {key: "x" for key in document["sources"]}
+    checkpoint.write_text(json.dumps({"version": 1, "sources": mangled}))
+    result = subprocess.run(
+        [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--seconds", "0.3",
+         "--from-start", "--state-dir", str(state), "--log", str(log),
+         "--checkpoint", str(checkpoint)],
+        capture_output=True, text=True, timeout=60, cwd=str(REPO))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    calls = [r["call_id"] for r in map(json.loads, result.stdout.splitlines())
+             if r["type"] == "tool_call"]
+    assert sorted(calls) == ["c0", "c1", "c2", "s1", "s2", "s3"]
