@@ -15,8 +15,14 @@ from __future__ import annotations
 
 import os
 
+from monitor.sources.regular import open_regular
 from monitor.sources.saved import saved_seqs
-from monitor.sources.tail_state import FollowerState, saved_positions
+from monitor.sources.tail_state import (
+    FINGERPRINT_BYTES,
+    FollowerState,
+    digest,
+    saved_positions,
+)
 
 #: Checkpoint keys of sources that are read again from their start on a restart.
 REWOUND_KINDS = ("jsonl", "sqlite")
@@ -38,6 +44,8 @@ class ReportedBefore:
 
     def __init__(self, checkpoint: dict) -> None:
         self._files: dict[str, FollowerState] = {}
+        #: path -> (identity, whether its bytes before the saved offset are the saved ones)
+        self._unchanged: dict[str, tuple[tuple[int, int], bool]] = {}
         self._seqs: dict[tuple[str, str], int] = {}
         for key, value in checkpoint.items():
             kind, _, path = key.partition(":")
@@ -56,7 +64,7 @@ class ReportedBefore:
             saved = self._files.get(path)
             offset = _number(where.partition("#")[0])
             return saved is not None and offset is not None and offset < saved.offset \
-                and _identity(path) == (saved.dev, saved.ino)
+                and self._is_saved_file(path, saved)
         database, hash_, where = origin.partition("#")
         sid, colon, seq = where.rpartition(":")
         if not (hash_ and colon):
@@ -65,15 +73,43 @@ class ReportedBefore:
         number = _number(seq.partition("#")[0])
         return saved_seq is not None and number is not None and number <= saved_seq
 
+    def _is_saved_file(self, path: str, saved: FollowerState) -> bool:
+        """Whether the file at ``path`` is the one the checkpoint saw, up to its saved
+        offset: the same identity (looked at each time: a file replaced since is another
+        file, whose lines were never reported) and, checked once per identity, the same
+        bytes before that offset (a file truncated and written again in place keeps its
+        inode, and its new lines were never reported either)."""
+        identity = _identity(path)
+        if identity != (saved.dev, saved.ino):
+            return False
+        known = self._unchanged.get(path)
+        if known is None or known[0] != identity:
+            known = (identity, _fingerprint_before(path, saved.offset) == saved.fingerprint)
+            self._unchanged[path] = known
+        return known[1]
+
 
 def _identity(path: str) -> tuple[int, int] | None:
-    """The file at ``path`` now (looked at each time: a file replaced since the checkpoint
-    is another file, whose lines were never reported)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
     return st.st_dev, st.st_ino
+
+
+def _fingerprint_before(path: str, offset: int) -> str | None:
+    """The fingerprint (``tail_state.digest``) of the bytes before ``offset`` in ``path``
+    now; None when it cannot be read or is shorter than ``offset``."""
+    start = max(0, offset - FINGERPRINT_BYTES)
+    try:
+        fd = open_regular(path)
+        try:
+            data = os.pread(fd, offset - start, start)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    return digest(data) if len(data) == offset - start else None
 
 
 def _number(text: str) -> int | None:

@@ -20,6 +20,7 @@ import pytest
 from chaos_writer import AGENT_DDL, assistant_tool_call, dumps, session_header
 
 from monitor.pipeline import Monitor
+from monitor.records import ToolCallRecord
 from monitor.restart import ReportedBefore, rewound
 from monitor.sources.checkpoint import CheckpointStore
 from monitor.sources.sourceset import SourceSet
@@ -155,3 +156,61 @@ def test_watch_resumes_from_a_checkpoint_of_the_wrong_shape_without_a_traceback(
     calls = [r["call_id"] for r in map(json.loads, result.stdout.splitlines())
              if r["type"] == "tool_call"]
     assert sorted(calls) == ["c0", "c1", "c2", "s1", "s2", "s3"]
+
+
+def reported_calls(monitor: Monitor) -> list[str]:
+    """The tool calls a monitor reports while it reads what is there."""
+    calls = []
+    while True:
+        records = monitor.step()
+        calls += [r.call_id for r in records if isinstance(r, ToolCallRecord)]
+        if not monitor.sources.behind and not records:
+            return calls
+
+
+def checkpointed(state: Path, log: Path) -> dict:
+    """The checkpoint of a first ``watch`` that caught up quietly on what is there."""
+    first = restarted(state, log, None, from_start=False)
+    try:
+        first.quiet = True
+        assert reported_calls(first) == []
+        return first.sources.checkpoint()
+    finally:
+        first.sources.close()
+
+
+def calls_after_restart(state: Path, log: Path, checkpoint: dict) -> list[str]:
+    monitor = restarted(state, log, checkpoint, from_start=False)
+    try:
+        return reported_calls(monitor)
+    finally:
+        monitor.sources.close()
+
+
+def rewrite_in_place(path: Path, calls: list[str]) -> None:
+    """Truncate ``path`` and write other calls into it: the same inode, other lines."""
+    with path.open("r+") as handle:
+        handle.truncate(0)
+        handle.write("\n".join([dumps(session_header(SID))] + [
+            dumps(assistant_tool_call(call, n)) for n, call in enumerate(calls)]) + "\n")
+
+
+@pytest.mark.parametrize("calls", [2, 8], ids=["shorter-than-the-offset", "longer"])
+def test_a_transcript_rewritten_in_place_after_the_checkpoint_is_reported(tmp_path, calls):
+    state, log = make_state(tmp_path)
+    checkpoint = checkpointed(state, log)
+    transcript = state / "agents" / "main" / "sessions" / f"{SID}.jsonl"
+    inode = transcript.stat().st_ino
+    new = [f"new{n}" for n in range(calls)]
+    rewrite_in_place(transcript, new)
+    assert transcript.stat().st_ino == inode
+    assert calls_after_restart(state, log, checkpoint) == new
+
+
+def test_lines_appended_after_the_checkpoint_are_reported_once(tmp_path):
+    state, log = make_state(tmp_path)
+    checkpoint = checkpointed(state, log)
+    transcript = state / "agents" / "main" / "sessions" / f"{SID}.jsonl"
+    with transcript.open("a") as handle:
+        handle.write(dumps(assistant_tool_call("appended", 9)) + "\n")
+    assert calls_after_restart(state, log, checkpoint) == ["appended"]
