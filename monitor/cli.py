@@ -235,6 +235,7 @@ def cmd_watch(args) -> int:
         CheckpointPathError,
         CheckpointStore,
         default_checkpoint_path,
+        unreadable_checkpoint_note,
     )
     from monitor.sources.history_split import reader_processes
 
@@ -265,6 +266,8 @@ def cmd_watch(args) -> int:
             raise SetupError(f"clawwatch watch: {exc} (give --checkpoint FILE or "
                              "--no-checkpoint)") from None
     resume = store.load() if store else None
+    if store is not None and store.unreadable:
+        _note(unreadable_checkpoint_note(store))
     sources = _source_set(
         state_dir=found.state_dir, log_path=found.log_path,
         resume=resume if args.from_start else rewound(resume), log_stream=stream,

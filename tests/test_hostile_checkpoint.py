@@ -214,3 +214,33 @@ def test_lines_appended_after_the_checkpoint_are_reported_once(tmp_path):
     with transcript.open("a") as handle:
         handle.write(dumps(assistant_tool_call("appended", 9)) + "\n")
     assert calls_after_restart(state, log, checkpoint) == ["appended"]
+
+
+def one_gib_of_nothing(path: Path) -> None:
+    """A sparse 1 GiB file: no disk used, but reading it would take 1 GiB of memory."""
+    with path.open("wb") as handle:
+        handle.truncate(1 << 30)
+
+
+@pytest.mark.parametrize(("write", "why"), [
+    (lambda path: path.write_bytes(b'{"version": 1, "sources": {"gateway-log:'), "not JSON"),
+    (lambda path: path.write_text('{"version": 99, "sources": {}}'), "not a version 1"),
+    (one_gib_of_nothing, "1073741824 bytes, more than a checkpoint holds (64 MiB)"),
+], ids=["truncated", "another-version", "1-GiB"])
+def test_a_checkpoint_that_cannot_be_used_is_told_in_one_line_and_kept(saved, tmp_path, write,
+                                                                        why):
+    state, log, _ = saved
+    checkpoint = tmp_path / "cp.json"
+    write(checkpoint)
+    before = checkpoint.stat().st_size
+    result = subprocess.run(
+        [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--seconds", "0.3",
+         "--state-dir", str(state), "--log", str(log), "--checkpoint", str(checkpoint)],
+        capture_output=True, text=True, timeout=60, cwd=str(REPO))
+    assert result.returncode == 0, result.stderr[-2000:]
+    (line,) = result.stderr.splitlines()
+    kept = Path(f"{checkpoint}.unreadable")
+    assert line.startswith(f"clawwatch watch: checkpoint {checkpoint}: {why}")
+    assert line.endswith(f"; kept as {kept}; starting without it")
+    assert kept.stat().st_size == before
+    assert json.loads(checkpoint.read_text())["version"] == 1

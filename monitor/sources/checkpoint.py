@@ -14,12 +14,21 @@ from monitor import untrusted_json
 from monitor.sources.regular import file_kind, open_regular_file
 
 CHECKPOINT_VERSION = 1
+#: A checkpoint larger than this is not read: one position per file is ~200 bytes, so this
+#: holds ~300,000 files, and reading and decoding it takes well under a second.
+MAX_CHECKPOINT_BYTES = 64 << 20
+#: What a checkpoint that cannot be read is renamed to, so the next save does not destroy it.
+UNREADABLE_SUFFIX = ".unreadable"
 #: A save that keeps failing (a full disk) is reported again at most this often.
 FAILURE_REPORT_SECONDS = 300.0
 
 
 class CheckpointPathError(Exception):
     """The checkpoint cannot be written where it is asked for; the message says why."""
+
+
+class UnreadableCheckpoint(Exception):
+    """The checkpoint file is there but cannot be used; the message says why."""
 
 
 def _cannot_write(path: str, exc: OSError) -> str:
@@ -45,19 +54,55 @@ class CheckpointStore:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        #: Why the last ``load`` found a file it could not use, or None.
+        self.unreadable: str | None = None
 
     def load(self) -> dict | None:
+        """The saved sources; None when there is no checkpoint, or one that cannot be used
+        (``unreadable`` then says why)."""
+        self.unreadable = None
         try:
-            with open_regular_file(self.path, "r", encoding="utf-8") as handle:
-                data = untrusted_json.load(handle)
+            sources = self._read()
         except FileNotFoundError:
             return None
-        except (OSError, ValueError):
+        except OSError as exc:
+            self.unreadable = exc.strerror or str(exc)
             return None
-        if not isinstance(data, dict) or data.get("version") != CHECKPOINT_VERSION:
+        except UnreadableCheckpoint as exc:
+            self.unreadable = str(exc)
             return None
-        sources = data.get("sources")
-        return sources if isinstance(sources, dict) else None
+        return sources
+
+    def _read(self) -> dict:
+        with open_regular_file(self.path) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_CHECKPOINT_BYTES:
+                raise UnreadableCheckpoint(
+                    f"{size} bytes, more than a checkpoint holds "
+                    f"({MAX_CHECKPOINT_BYTES >> 20} MiB)")
+            text = handle.read(MAX_CHECKPOINT_BYTES + 1)
+        if len(text) > MAX_CHECKPOINT_BYTES:
+            raise UnreadableCheckpoint(f"grew past {MAX_CHECKPOINT_BYTES >> 20} MiB as it "
+                                       "was read")
+        try:
+            data = untrusted_json.loads(text)
+        except ValueError:
+            raise UnreadableCheckpoint("not JSON (damaged, or not a checkpoint)") from None
+        if type(data) is not dict or data.get("version") != CHECKPOINT_VERSION \
+                or type(data.get("sources")) is not dict:
+            raise UnreadableCheckpoint(
+                f"not a version {CHECKPOINT_VERSION} checkpoint of clawwatch")
+        return data["sources"]
+
+    def keep_unreadable(self) -> str | None:
+        """Rename the file ``load`` could not use out of the way of the next save; the
+        name it now has, or None when it could not be renamed."""
+        kept = self.path + UNREADABLE_SUFFIX
+        try:
+            os.replace(self.path, kept)
+        except OSError:
+            return None
+        return kept
 
     def check_writable(self) -> None:
         """Raise ``CheckpointPathError`` unless a save can work: the path is a regular file
@@ -123,3 +168,12 @@ class CheckpointSaver:
             return message
         self._reported = None
         return None
+
+
+def unreadable_checkpoint_note(store: CheckpointStore) -> str:
+    """The one line ``watch`` writes when its checkpoint could not be used: why, where the
+    file was kept, and that this run starts as one without a checkpoint."""
+    kept = store.keep_unreadable()
+    where = f"kept as {kept}" if kept else "the next save replaces it"
+    return f"clawwatch watch: checkpoint {store.path}: {store.unreadable}; {where}; starting " \
+        "without it"
