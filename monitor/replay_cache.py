@@ -29,6 +29,7 @@ from typing import Any
 
 from monitor.detect.findings import Finding
 from monitor.session_state import SessionState
+from monitor.sources.regular import open_regular_file
 from monitor.sources.transcript import MAX_EPOCH_SECONDS
 
 CACHE_FORMAT = 1
@@ -121,10 +122,10 @@ def _is_summary(source: Any) -> bool:
 
 
 def _read(path: Path) -> dict | None:
-    """A cache file, parsed; None when it is missing, too large, not JSON or not of this
-    format."""
+    """A cache file, parsed; None when it is missing, not a regular file (a FIFO would
+    block the open for ever), too large, not JSON or not of this format."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular_file(str(path)) as handle:
             if os.fstat(handle.fileno()).st_size > MAX_CACHE_BYTES:
                 return None
             stored = json.loads(handle.read())

@@ -9,6 +9,7 @@ cold read of the same dir, byte for byte.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -183,12 +184,16 @@ def damage_file(path: Path, damage: str) -> None:
     elif damage == "directory":
         path.unlink()
         path.mkdir()
+    elif damage == "fifo":          # opened as a file would be, it would block for ever
+        path.unlink()
+        os.mkfifo(path)
     elif damage == "other-format":
         path.write_text(json.dumps({**json.loads(text), "format": 999}))
 
 
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "other-format",
-                                    "directory", "forged-counts", "forged-fields",
+                                    "directory", "fifo", "forged-counts", "forged-fields",
                                     "forged-finding", "forged-document",
                                     "another-documents-key"])
 def test_a_damaged_cache_is_a_miss(dirs, tmp_path, damage):
