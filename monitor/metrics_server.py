@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from monitor import __version__
 from monitor.metrics import DEFAULT_LOOKBACK_SECONDS, DEFAULT_MAX_SESSIONS, MetricsHub
+from monitor.metrics_http import serve
 from monitor.snapshot import STATES
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
@@ -165,10 +166,11 @@ class ClawwatchCollector:
 
 
 class MetricsServer:
-    """The HTTP endpoint (``/metrics``) of one hub; ``close()`` stops it."""
+    """The HTTP endpoint (``/metrics``) of one hub (``metrics_http``: no client can hold
+    it); ``close()`` stops it."""
 
     def __init__(self, hub: MetricsHub, listen: str) -> None:
-        from prometheus_client import CollectorRegistry, start_http_server
+        from prometheus_client import CollectorRegistry, make_wsgi_app
         from prometheus_client.gc_collector import GCCollector
         from prometheus_client.platform_collector import PlatformCollector
         from prometheus_client.process_collector import ProcessCollector
@@ -181,7 +183,7 @@ class MetricsServer:
         GCCollector(registry=self.registry)
         self.registry.register(ClawwatchCollector(hub))
         try:
-            self.httpd, self.thread = start_http_server(port, addr=host, registry=self.registry)
+            self.httpd, self.thread = serve(make_wsgi_app(self.registry), host, port)
         except OSError as exc:
             raise MetricsListenError(f"{listen}: cannot listen: {exc.strerror or exc}") \
                 from None

@@ -1,0 +1,169 @@
+"""No client of ``--metrics`` can hold clawwatch: connections past the cap are closed at once,
+a connection is cut at its deadline whatever it is doing, a cut client leaves nothing on
+stderr, and a ``watch`` under a flood of half-sent requests still reads new sessions and ends
+within 2 s of SIGTERM. Real sockets, a real server, a real ``watch`` process.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from chaos_writer import assistant_tool_call, dumps, session_header
+from prom_tools import free_port
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from small_state import make_state
+
+from monitor.metrics_http import serve
+
+REPO = Path(__file__).resolve().parent.parent
+HALF_A_REQUEST = b"GET /metrics HTTP/1.1\r\nHost: x\r\n"     # the headers never end
+
+
+def half_sent(port: int, count: int) -> list[socket.socket]:
+    """``count`` connections, each having sent half a request (fewer when the server stops
+    accepting)."""
+    held = []
+    for _ in range(count):
+        try:
+            client = socket.create_connection(("127.0.0.1", port), timeout=2)
+            client.sendall(HALF_A_REQUEST)
+        except OSError:
+            break
+        held.append(client)
+    return held
+
+
+def closed_by_server(clients: list[socket.socket], count: int, seconds: float = 10.0) -> list:
+    """Wait until ``count`` of ``clients`` read the server's end of the connection."""
+    closed: list[socket.socket] = []
+    deadline = time.monotonic() + seconds
+    while len(closed) < count and time.monotonic() < deadline:
+        ready, _, _ = select.select([c for c in clients if c not in closed], [], [], 0.2)
+        for client in ready:
+            try:
+                data = client.recv(65536)
+            except ConnectionResetError:
+                data = b""
+            if not data:
+                closed.append(client)
+    return closed
+
+
+def scrape(port: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        response.read()
+        return response.status
+
+
+@pytest.fixture
+def server():
+    httpd, thread = serve(make_wsgi_app(CollectorRegistry()), "127.0.0.1", 0,
+                          max_connections=4, connection_seconds=30)
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(5)
+
+
+def test_connections_past_the_cap_are_closed_at_once_and_hold_no_thread(server):
+    port = server.server_address[1]
+    threads = threading.active_count()
+    clients = half_sent(port, 4 + 6)
+    try:
+        assert len(clients) == 10
+        assert len(closed_by_server(clients, 6)) == 6
+        assert server.connections == 4
+        assert threading.active_count() <= threads + 4
+        server.server_close()       # a stopping server cuts the connections it holds
+        assert len(closed_by_server(clients, 10)) == 10
+    finally:
+        for client in clients:
+            client.close()
+
+
+def test_a_connection_is_cut_at_its_deadline_and_nothing_reaches_stderr(capfd):
+    httpd, thread = serve(make_wsgi_app(CollectorRegistry()), "127.0.0.1", 0,
+                          connection_seconds=0.5)
+    port = httpd.server_address[1]
+    try:
+        clients = half_sent(port, 2)
+        started = time.monotonic()
+        assert len(closed_by_server(clients, 2)) == 2
+        assert time.monotonic() - started >= 0.4
+        assert scrape(port) == 200
+        deadline = time.monotonic() + 5
+        while httpd.connections and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert httpd.connections == 0
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+    assert capfd.readouterr().err == ""
+
+
+def limit_descriptors(count: int):
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+    return apply
+
+
+def test_watch_under_a_flood_of_half_requests_reads_new_sessions_and_ends_on_sigterm(
+        tmp_path):
+    """With 64 descriptors, 120 half-sent requests: each held one cost a descriptor, and
+    ``watch`` could open no new transcript nor scan processes."""
+    state, log = make_state(tmp_path)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--no-checkpoint",
+         "--poll", "0.2", "--state-dir", str(state), "--log", str(log),
+         "--metrics", f"127.0.0.1:{port}"],
+        cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=limit_descriptors(64))
+    clients: list[socket.socket] = []
+    try:
+        assert "metrics at" in proc.stderr.readline()
+        clients = half_sent(port, 120)
+        late = "22222222-2222-3333-4444-555555555555"
+        (state / "agents" / "main" / "sessions" / f"{late}.jsonl").write_text("\n".join(
+            [dumps(session_header(late)), dumps(assistant_tool_call("late", 1))]) + "\n")
+        reported = wait_for_call(proc, "late", seconds=15)
+        assert reported, "the new session was never read"
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+        assert time.monotonic() - started < 2.0
+        assert proc.returncode == 0
+        assert "Traceback" not in proc.stderr.read()
+    finally:
+        for client in clients:
+            client.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def wait_for_call(proc: subprocess.Popen, call_id: str, seconds: float) -> bool:
+    """Read ``watch``'s JSON lines until the tool call ``call_id`` (or ``seconds`` pass)."""
+    found = threading.Event()
+
+    def read() -> None:
+        for line in proc.stdout:
+            record = json.loads(line)
+            if record.get("type") == "tool_call" and record.get("call_id") == call_id:
+                found.set()
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    return found.wait(seconds)
