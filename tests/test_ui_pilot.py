@@ -248,7 +248,9 @@ async def test_kill_dialog_leaves_conflicting_evidence_out_of_the_kill(scene):
                       "command matches the session's exec call")
     disputed = ProcessInfo(5151, 1.0, "sleep 998", None, "ambiguous: …", ambiguous=True,
                            reasons=("command text names agent:main:a",
-                                    "transcript pid names agent:main:b"))
+                                    "transcript pid names agent:main:b",
+                                    "task_runs names agent:main:" + "h" * 80 + ":ghp_"
+                                    + "G" * 36))
     app = open_app(scene, controller=RecordingController([own, disputed]))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -259,6 +261,7 @@ async def test_kill_dialog_leaves_conflicting_evidence_out_of_the_kill(scene):
         assert "4242" in kill_part and "5151" not in kill_part
         assert "5151" in left_alone and "transcript pid names agent:main:b" in left_alone
         assert "Kill 1 process" in str(app.screen.title_text)
+        assert "ghp_" not in body, "a secret the cut halves is masked whole"
     only_disputed = open_app(scene, controller=RecordingController([disputed]))
     async with only_disputed.run_test(size=SIZE) as pilot:
         await settle(pilot)

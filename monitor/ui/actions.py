@@ -121,7 +121,8 @@ class AlertsAndActions:
         killable = [p for p in message.candidates if not p.ambiguous]
         conflicting = [p for p in message.candidates if p.ambiguous]
         left_alone = [f"  PID {p.pid:>7}  {printable(clip_redacted(p.command, 90))}\n"
-                      + "".join(f"           {printable(reason)[:120]}\n" for reason in p.reasons)
+                      + "".join(f"           {printable(clip_redacted(reason, 120))}\n"
+                              for reason in p.reasons)
                       for p in conflicting]
         if not killable:
             text = f"no processes of {key} to kill"
