@@ -27,7 +27,9 @@ from monitor.act.gateway_errors import (
     DeviceIdentityRequired,
     GatewayAuthError,
     GatewayProtocolError,
+    GatewayRpcError,
     GatewayUnavailable,
+    connect_error,
 )
 from monitor.act.runs import RunTracker
 
@@ -732,3 +734,10 @@ def test_listener_stops_on_a_bad_url_and_says_why():
         assert wait_until(lambda: not controller._listener.is_alive())
     finally:
         controller.close()
+
+
+def test_a_gateway_error_message_is_redacted_before_it_is_cut():
+    message = "x" * 290 + " ghp_" + "G" * 36 + " and more"
+    for error in (GatewayRpcError("chat.abort", {"code": "E", "message": message}),
+                  connect_error({"code": "E", "message": message})):
+        assert "ghp_G" not in str(error) and "«redact" in str(error)

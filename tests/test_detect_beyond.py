@@ -320,3 +320,12 @@ def test_report_patterns_of_finished_runs_are_forgotten():
     assert len(state.warning_buckets.marks) <= 3
     assert {key.split(":")[0] for key in state.warning_buckets.marks} <= {"run-57", "run-58",
                                                                          "run-59"}
+
+
+def test_a_failed_turns_error_is_redacted_before_it_is_cut():
+    from monitor.detect.beyond import TurnFailures
+
+    turns = TurnFailures()
+    error = "upstream 401: " + "x" * 174 + " ghp_" + "G" * 36 + " rest of the error"
+    assert turns.observe(True, error) == 1
+    assert "ghp_G" not in turns.last_error and "«redacted»" in turns.last_error

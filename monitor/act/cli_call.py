@@ -65,8 +65,9 @@ def cli_call(method: str, params: dict, *, openclaw_bin: str | None, url: str | 
     if not message:
         lines = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()
         message = " | ".join(line.strip() for line in lines[-3:])
+    # Redacted whole, then cut: a token the cut halved would escape its replacement.
     raise GatewayError(redact(f"openclaw gateway call {method} exited {done.returncode}: "
-                              f"{message[:400]}", token))
+                              f"{message[:65536]}", token)[:500])
 
 
 def _json_tail(text: str) -> Any:
