@@ -176,6 +176,36 @@ def test_a_pid_named_by_b_for_as_shell_is_ambiguous_and_stop_b_kill_leaves_it(
     assert all(alive(pid) for pid in a_members)
 
 
+def test_huge_ids_in_the_records_are_cut_in_the_reasons_of_a_conflict(
+        tree_factory, gateway, state, tmp_path):
+    """A transcript is any JSON: a call id and a process session of 200,000 characters (an
+    escape sequence in front) reach the reasons of a conflicting shell cut and shown safely,
+    so the text line and the JSON record of ``stop --kill`` stay small."""
+    tree = tree_factory("sleep 321; true", "sleep 322; true")
+    shell_a, shell_b = pt.exec_shells(tree.proc)
+    huge = "\x1b]0;x\x07" + "y" * 200_000
+    db = Transcripts(state)
+    db.call(A_KEY, "call-a" + huge, shell_a.command, shell_a.create_time - 0.2)
+    db.call(B_KEY, "call-b", shell_b.command, shell_b.create_time - 0.2)
+    db.call(B_KEY, "call-b-bg" + huge, "sleep 600", shell_a.create_time - 0.1)
+    db.raw(B_KEY, {"type": "message", "message": {
+        "role": "toolResult", "toolCallId": "call-b-bg" + huge, "toolName": "exec",
+        "details": {"status": "running", "pid": shell_a.pid, "sessionId": "proc" + huge}}},
+           shell_a.create_time + 0.5)
+    db.close()
+
+    code, out, err, audit = stop_kill(B_KEY, tree, gateway, tmp_path, as_json=False)
+    assert code == 0, err
+    assert f"left alone, the evidence conflicts: pid {shell_a.pid}" in out
+    assert len(out) < 2000 and "\x1b" not in out
+    assert len(json.dumps(audit)) < 5000
+    assert alive(shell_a.pid)
+    code, out, err, audit = stop_kill(A_KEY, tree, gateway, tmp_path)
+    (conflict,) = json.loads(out.splitlines()[0])["ambiguous"]
+    assert conflict["pid"] == shell_a.pid and len(conflict["reasons"]) == 2
+    assert len(out) < 3000 and len(json.dumps(audit[-1])) < 3000
+
+
 def test_a_closer_identical_call_of_another_session_does_not_take_a_shell(
         tree_factory, gateway, state, tmp_path):
     """Both sessions ran the same command: a's call was recorded 3 s before its shell (a

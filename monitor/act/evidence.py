@@ -35,11 +35,15 @@ from monitor.act.exec_calls import ExecCall
 from monitor.act.processes import ExecShell
 from monitor.act.record_values import epoch_number, valid_pid
 from monitor.act.runs import ExecPid
+from monitor.redaction import bounded
 
 COMMAND_WINDOW = (-30.0, 5.0)   # call time relative to the shell's start, seconds
 CLOCK_SLACK = 5.0      # a call's row may be written after its shell started (as in
                        # COMMAND_WINDOW); a create time is boot time + ticks (±1 s)
 RESULT_SLACK = 1.0     # the result of a call is written after its shell started
+#: Characters of a record's id (a call id, a process session) a reason shows: the records
+#: are any JSON, and a reason reaches ``stop --kill``'s line, the audit log and the dialog.
+SHOWN_ID_CHARS = 100
 
 
 @dataclass(frozen=True)
@@ -143,8 +147,9 @@ def judge(shell: ExecShell, *, reported: Iterable[ExecPid] = (),
         if made - CLOCK_SLACK <= start <= answered + RESULT_SLACK:
             claims.append(Claim(
                 "transcript pid", call.session_key,
-                f"transcript: exec call {call.call_id} reports pid {shell.pid}"
-                + (f" (process session {call.process_session})" if call.process_session
+                f"transcript: exec call {_shown(call.call_id)} reports pid {shell.pid}"
+                + (f" (process session {_shown(call.process_session)})"
+                   if call.process_session
                    else "")))
     low, high = COMMAND_WINDOW
     matches = sorted(((abs(call.ts - start), call) for call in calls
@@ -153,8 +158,8 @@ def judge(shell: ExecShell, *, reported: Iterable[ExecPid] = (),
     closest = _closest(matches)
     for gap, call in closest:
         claims.append(Claim("command text", call.session_key,
-                            f"command text matches exec call {call.call_id} made {gap:.1f} s "
-                            "from the shell's start", tied=len(closest) > 1))
+                            f"command text matches exec call {_shown(call.call_id)} made "
+                            f"{gap:.1f} s from the shell's start", tied=len(closest) > 1))
     task_matches = sorted(((abs(task.started_at - start), task) for task in tasks
                            if task.command == shell.command and task.started_at is not None
                            and abs(task.started_at - start) < 5),
@@ -163,9 +168,14 @@ def judge(shell: ExecShell, *, reported: Iterable[ExecPid] = (),
     for gap, task in closest:
         claims.append(Claim("task_runs", task.session_key,
                             f"task_runs: running background exec "
-                            f"{task.process_session or '?'} with this command, started "
+                            f"{_shown(task.process_session or '?')} with this command, started "
                             f"{gap:.1f} s from the shell", tied=len(closest) > 1))
     return Verdict(tuple(claims))
+
+
+def _shown(ident: str) -> str:
+    """A record's id as a reason shows it: redacted, and cut to ``SHOWN_ID_CHARS``."""
+    return bounded(ident, SHOWN_ID_CHARS)
 
 
 def _closest(matches: list[tuple[float, object]]) -> list[tuple[float, object]]:
