@@ -206,6 +206,27 @@ def test_huge_ids_in_the_records_are_cut_in_the_reasons_of_a_conflict(
     assert len(out) < 3000 and len(json.dumps(audit[-1])) < 3000
 
 
+def test_a_huge_command_of_a_conflicting_shell_is_cut_in_the_json_record(
+        tree_factory, gateway, state, tmp_path):
+    """A conflicting shell's command of 100,000 characters (an argv holds megabytes) is
+    listed in ``stop --kill --json`` and the audit log cut to 1,000 characters."""
+    tree = tree_factory("sleep 331; true # " + "z" * 100_000, "sleep 332; true")
+    shell_a, _ = pt.exec_shells(tree.proc)
+    db = Transcripts(state)
+    db.call(A_KEY, "call-a", shell_a.command, shell_a.create_time - 0.2)
+    db.call(B_KEY, "call-b-bg", "sleep 600", shell_a.create_time - 0.1)
+    db.result(B_KEY, "call-b-bg", shell_a.pid, shell_a.create_time + 0.5)
+    db.close()
+
+    code, out, err, audit = stop_kill(B_KEY, tree, gateway, tmp_path)
+    assert code == 0, err
+    (conflict,) = json.loads(out.splitlines()[0])["ambiguous"]
+    assert conflict["pid"] == shell_a.pid and conflict["command"].startswith("sleep 331")
+    assert len(conflict["command"]) <= 1000
+    assert len(out) < 5000 and len(json.dumps(audit)) < 5000
+    assert alive(shell_a.pid)
+
+
 def test_a_closer_identical_call_of_another_session_does_not_take_a_shell(
         tree_factory, gateway, state, tmp_path):
     """Both sessions ran the same command: a's call was recorded 3 s before its shell (a

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from monitor.records import ActionRecord
+from monitor.redaction import bounded
 
 ActionKind = Literal["abort", "stop-text", "cli", "kill"]
 
@@ -32,7 +33,10 @@ class ProcessInfo:
     reasons: tuple[str, ...] = ()
 
     def as_record(self) -> dict:
-        return {"pid": self.pid, "create_time": self.create_time, "command": self.command,
+        """The JSON/audit form; the command (a process's argv: up to megabytes) is kept
+        whole up to 1,000 characters, else redacted and cut there."""
+        return {"pid": self.pid, "create_time": self.create_time,
+                "command": bounded(self.command),
                 "session_key": self.session_key, "ambiguous": self.ambiguous,
                 "reasons": list(self.reasons) or [self.evidence]}
 
