@@ -491,3 +491,19 @@ def test_the_only_cli_is_no_writer_when_another_transcript_beside_was_written_si
     assert "another session's transcript beside this one" in found.reason
     assert running.session.transcript in found.reason
     assert running.received() == [] and alive(running.pid)
+
+
+def test_a_tool_command_cut_for_display_masks_a_secret_the_cut_halves(clis):
+    """A tool's command is cut to ``COMMAND_CHARS`` for the kill's detail; a token that
+    starts just before the cut is masked whole, not shown as the start the cut left
+    (``ghp_`` and 7 characters is too short for its rule)."""
+    token = "ghp_Zq9xR2mK7vB4nL1pW8sT3yU6iO0aE5dF"
+    pad = sig.COMMAND_CHARS - 11 - len("/bin/sh -c : ") - 1
+    fake = clis.start("claude-code", tool=f": {'x' * pad} {token}; {LOOP_TOOL}")
+    found = find_cli(fake.session)
+    (group,) = sig.tool_groups(fake.session, found.target)
+    assert group.command.startswith("/bin/sh -c : xxx")
+    assert len(group.command) <= sig.COMMAND_CHARS
+    (outcome,) = sig.kill_tools(fake.session, found.target, grace=3.0)
+    assert outcome.ok, outcome.detail
+    assert token[:8] not in group.command + outcome.detail

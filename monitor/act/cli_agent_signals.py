@@ -54,7 +54,9 @@ from monitor.act.processes import (
     signal_group,
     still_running,
 )
+from monitor.redaction import bounded
 
+#: Characters of a tool's command a group keeps for display, redacted before the cut.
 COMMAND_CHARS = 200
 
 
@@ -114,9 +116,7 @@ def _describe(proc: psutil.Process, session: CliSession) -> ToolGroup | None:
     except psutil.Error:
         return None
     members = group_snapshot(proc.pid)
-    command = tool_command(argv_of(proc))
-    if len(command) > COMMAND_CHARS:
-        command = command[:COMMAND_CHARS - 1] + "…"
+    command = bounded(tool_command(argv_of(proc)), COMMAND_CHARS)
     return ToolGroup(proc.pid, created, command, tuple(sorted(m.pid for m in members)),
                      marked_session(proc, session.source) == session.session_id)
 
