@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from monitor.detect.findings import LEVEL_RANK, LOOP_DETECTORS, Finding
 from monitor.detect.status import BurnStatus, PingPongPair, StreakStatus
@@ -176,6 +176,24 @@ def _with_idle(row: BoardRow, idle: float | None, state: str) -> BoardRow:
                     row.tool_calls, row.tokens_in, row.tokens_out, row.burn_per_minute,
                     row.budget_percent, row.worst_detector, row.worst_level, row.worst_count,
                     row.last_ts, idle, row.alerts, row.tokens_from, row.source)
+
+
+def _shown_streak(status: StreakStatus) -> StreakStatus:
+    """``status`` with its tool name (the model's choice: it can hold a token) redacted,
+    for the streaks pane, which cuts it to a column."""
+    return status if status.tool is None else replace(status, tool=shown(status.tool))
+
+
+def _shown_pair(pair: PingPongPair) -> PingPongPair:
+    """``pair`` with both tool names redacted, for the ping-pong pane."""
+    return replace(pair, tool_a=shown(pair.tool_a), tool_b=shown(pair.tool_b))
+
+
+def _shown_finding(finding: Finding) -> Finding:
+    """``finding`` with its message and tool redacted (messages name the tool), for the
+    detail view's latest finding."""
+    return replace(finding, message=redact_text(finding.message),
+                   tool=None if finding.tool is None else shown(finding.tool))
 
 
 def _worst(findings: Iterable[Finding]) -> Finding | None:
@@ -372,10 +390,10 @@ class SnapshotBuilder:
         label = shown(state.label or state.key or sid[:8])
         return FocusDetail(
             session_id=sid, label=label,
-            streaks=tuple(engine.streaks(sid)) if engine else (),
-            pairs=tuple(engine.pingpong_pairs(sid)) if engine else (),
+            streaks=tuple(_shown_streak(s) for s in engine.streaks(sid)) if engine else (),
+            pairs=tuple(_shown_pair(p) for p in engine.pingpong_pairs(sid)) if engine else (),
             burn=self._burn_line(sid, label), timeline=timeline,
-            findings=tuple(state.findings))
+            findings=tuple(_shown_finding(f) for f in state.findings))
 
     def _sources(self) -> tuple[SourceLine, ...]:
         lines: list[SourceLine] = []
