@@ -11,10 +11,13 @@ is chosen, and one set directly goes back to the last theme that worked.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
+from test_ui_scenes import wait_for
+from textual.command import CommandList
 from textual.theme import BUILTIN_THEMES, Theme
 
 from monitor.ui.factory import DashboardOptions, build_app
@@ -169,3 +172,35 @@ async def test_a_theme_set_directly_whose_css_fails_goes_back(user_themes, tmp_p
         await pilot.press("t")
         await pilot.pause()
         assert app.is_running
+
+
+#: theme names that are markup: the command palette parses its commands' text as markup
+MARKUP_NAMES = ("close [/x] tag", "[@click=app.quit]quits[/]", "[$text-error]red[/]",
+                "back\\[b]slash\\\\[/b]")
+
+
+async def test_a_theme_named_with_markup_is_listed_as_typed_in_the_command_palette(
+        user_themes, tmp_path):
+    """A theme's name is shown in the palette's "Theme: NAME" and "Use the NAME theme". An
+    unbalanced ``[/x]`` in a name ended the dashboard with a MarkupError when the palette
+    listed it, and ``[@click=…]`` made a clickable action of it."""
+    for index, name in enumerate(MARKUP_NAMES):
+        (user_themes / f"markup{index}.yaml").write_text(
+            f"name: {json.dumps(name)}\nprimary: '#123456'\n")
+    state, log = state_dir(tmp_path)
+    app = build_app(DashboardOptions(state_dir=state, log=log), poll_seconds=0.1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert set(MARKUP_NAMES) <= set(app.theme_names)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        await pilot.press(*"theme")
+        await wait_for(pilot, lambda: len(app.screen.query_one(CommandList).options) > 4)
+        shown = [option.prompt for option in app.screen.query_one(CommandList).options]
+        assert app.is_running and app.return_code is None
+    texts = [content.plain for content in shown]
+    for name in MARKUP_NAMES:
+        assert any(f"Theme: {name}\nUse the {name} theme" == text for text in texts), texts
+    assert not any(span.style.startswith("@") or "link" in str(span.style)
+                   for content in shown for span in content.spans
+                   if isinstance(span.style, str))

@@ -51,6 +51,7 @@ from monitor.ui.screens.base import PanesScreen
 from monitor.ui.screens.detail import DetailScreen
 from monitor.ui.screens.dialogs import HelpScreen
 from monitor.ui.style import Palette
+from monitor.ui.text import markup_literal
 from monitor.ui.theme_handling import ThemeHandling
 from monitor.ui.themes import DEFAULT_THEME
 from monitor.ui.view import ALERT_FILTERS, BOARD_FILTERS, LOG_FILTERS, SORTS, ViewState, cycle
@@ -395,5 +396,6 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
             if main or action not in MAIN_SCREEN_ACTIONS:
                 yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
         for name in self.theme_names:
-            yield SystemCommand(printable(f"Theme: {name}"), printable(f"Use the {name} theme"),
+            yield SystemCommand(markup_literal(f"Theme: {name}"),
+                                markup_literal(f"Use the {name} theme"),
                                 lambda name=name: self.use_theme(name))

@@ -26,6 +26,14 @@ def data_text(text: object, style: Style | str = "", *, keep_newlines: bool = Fa
     return Text(printable(text, keep_newlines=keep_newlines), style=style)
 
 
+def markup_literal(text: object) -> str:
+    """``text`` printable, as Textual content markup that parses back to exactly that text:
+    for a widget that only takes a markup ``str`` (the command palette's commands).
+    Textual reads a ``[`` after a backslash as a literal ``[`` and drops that backslash, and
+    only there is a backslash special, so escaping every ``[`` is exact."""
+    return printable(text).replace("[", "\\[")
+
+
 def plain(text: object, *, keep_newlines: bool = False) -> Content:
     """``text`` as plain Textual Content (no markup, no ``$variables``): titles, labels."""
     return Content(printable(text, keep_newlines=keep_newlines))
