@@ -369,7 +369,7 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "ingest" and event.state == WorkerState.ERROR:
-            error = f"reading stopped: {event.worker.error}"
+            error = redact_text(f"reading stopped: {event.worker.error}")
             self.status_notes = (*self.status_notes, error)
             self.notify(error, severity="error", timeout=30)
 
