@@ -34,7 +34,7 @@ from monitor.records import (
     SessionRecord,
     ToolCallRecord,
 )
-from monitor.redaction import bounded, redacted_start
+from monitor.redaction import bounded, redacted_cut
 from monitor.run_index import RunIndex
 from monitor.session_state import SessionState
 from monitor.sources.base import ERROR_SAMPLES_KEPT, sample_order
@@ -157,7 +157,7 @@ class Monitor:
                     ts=iso(None), source="internal",
                     path=getattr(event, "origin", "") or type(event).__name__, where="",
                     message=f"this record was skipped: {type(exc).__name__}: "
-                            f"{redacted_start(str(exc), 200)[:200]}")
+                            f"{redacted_cut(str(exc), 200)}")
                 self.internal_error_samples = _first_samples(
                     [*self.internal_error_samples,
                      {"path": error.path, "where": "", "message": error.message}])

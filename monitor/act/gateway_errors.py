@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from monitor.act.gateway_frames import PROTOCOL
-from monitor.redaction import redact_text, redacted_start
+from monitor.redaction import redact_text, redacted_cut
 
 
 class GatewayError(Exception):
@@ -55,7 +55,7 @@ class GatewayRpcError(GatewayError):
         self.method = method
         code = error_code(error.get("code"))
         super().__init__(f"{method} failed: {code or 'error'}: "
-                         f"{redacted_start(str(error.get('message') or ''), 300)[:300]}",
+                         f"{redacted_cut(str(error.get('message') or ''), 300)}",
                          code=code)
         self.retryable = bool(error.get("retryable"))
 
@@ -106,7 +106,7 @@ def connect_error(error: Any) -> GatewayError:
     detail_code = error_code(details.get("code")) or ""
     message = str(error.get("message") or "")
     lowered = message.lower()
-    summary = f"{detail_code or code or 'error'}: {redacted_start(message, 300)[:300]}"
+    summary = f"{detail_code or code or 'error'}: {redacted_cut(message, 300)}"
     if ("DEVICE_IDENTITY" in detail_code or code == "NOT_PAIRED"
             or "device identity" in lowered):
         return DeviceIdentityRequired(

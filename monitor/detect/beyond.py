@@ -12,7 +12,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from monitor.redaction import redacted_start
+from monitor.redaction import redacted_cut
 
 if TYPE_CHECKING:
     from monitor.detect.outcome_keys import LazyDigest
@@ -134,7 +134,7 @@ class TurnFailures:
     def observe(self, is_error: bool, error: str | None) -> int:
         if is_error:
             self.streak += 1
-            self.last_error = redacted_start(error or "", 200)[:200]
+            self.last_error = redacted_cut(error or "", 200)
         else:
             if self.streak:
                 self.episode += 1

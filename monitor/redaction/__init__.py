@@ -27,6 +27,7 @@ from monitor.redaction.clipping import (
     clip,
     clip_redacted,
     format_arguments,
+    redacted_cut,
     redacted_start,
     shown_start,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "redact",
     "redact_record",
     "redact_text",
+    "redacted_cut",
     "redacted_start",
     "register_known_secret",
     "register_url_secrets",

@@ -41,6 +41,12 @@ def redacted_start(text: str, limit: int) -> str:
     return redact_text(text[:limit + REDACT_SLACK])
 
 
+def redacted_cut(text: str, limit: int) -> str:
+    """``text`` redacted, then cut to ``limit`` characters, its whitespace kept: for a
+    message that holds data (cut first, a secret the cut halves could escape its rule)."""
+    return redacted_start(text, limit)[:limit]
+
+
 def clip(text: str, limit: int) -> str:
     """``text`` with its whitespace collapsed, cut to ``limit`` characters (… marks a cut)."""
     text = " ".join(text.split())
