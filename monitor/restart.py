@@ -20,6 +20,7 @@ from monitor.sources.saved import saved_seqs
 from monitor.sources.tail_state import (
     FINGERPRINT_BYTES,
     FollowerState,
+    bytes_before,
     digest,
     saved_positions,
 )
@@ -100,16 +101,15 @@ def _identity(path: str) -> tuple[int, int] | None:
 def _fingerprint_before(path: str, offset: int) -> str | None:
     """The fingerprint (``tail_state.digest``) of the bytes before ``offset`` in ``path``
     now; None when it cannot be read or is shorter than ``offset``."""
-    start = max(0, offset - FINGERPRINT_BYTES)
     try:
         fd = open_regular(path)
-        try:
-            data = os.pread(fd, offset - start, start)
-        finally:
-            os.close(fd)
     except OSError:
         return None
-    return digest(data) if len(data) == offset - start else None
+    try:
+        data = bytes_before(fd, offset)
+    finally:
+        os.close(fd)
+    return digest(data) if len(data) == min(offset, FINGERPRINT_BYTES) else None
 
 
 def _number(text: str) -> int | None:

@@ -20,10 +20,10 @@ import time
 
 from monitor.sources.regular import NotRegularFile, open_regular, open_regular_file, refusal
 from monitor.sources.tail_state import (
-    FINGERPRINT_BYTES,
     FollowerState,
     Line,
     OpenFile,
+    bytes_before,
     bytes_on_disk_before_offset,
     digest,
     files_complete,
@@ -343,9 +343,7 @@ class FileIdentity:
         for _, path in sorted(candidates, reverse=True):
             try:
                 with open_regular_file(path) as copy:
-                    start = max(0, handle.offset - FINGERPRINT_BYTES)
-                    copy.seek(start)
-                    if digest(copy.read(handle.offset - start)) == expected:
+                    if digest(bytes_before(copy.fileno(), handle.offset)) == expected:
                         return path
             except OSError:
                 continue

@@ -152,8 +152,14 @@ def digest(data: bytes) -> str:
 
 def bytes_on_disk_before_offset(handle: OpenFile) -> bytes:
     """The ``FINGERPRINT_BYTES`` bytes before the handle's offset as they are on disk now."""
-    start = max(0, handle.offset - FINGERPRINT_BYTES)
+    return bytes_before(handle.fd, handle.offset)
+
+
+def bytes_before(fd: int, offset: int) -> bytes:
+    """The ``FINGERPRINT_BYTES`` bytes before ``offset`` of the file open as ``fd``, as
+    they are on disk now: fewer when it is shorter now, none when it cannot be read."""
+    start = max(0, offset - FINGERPRINT_BYTES)
     try:
-        return os.pread(handle.fd, handle.offset - start, start)
+        return os.pread(fd, offset - start, start)
     except OSError:
         return b""
