@@ -22,6 +22,7 @@ from test_act_gateway import TOKEN, FakeGateway
 from test_act_processes import GITHUB_PAT, FakeGatewayTree, alive
 
 from monitor.act import controller as ctl
+from monitor.act import evidence as ev
 from monitor.act import processes as pt
 from monitor.act.cli_stop import stop_main
 from monitor.act.controller import GatewayActionController
@@ -365,3 +366,37 @@ def test_pids_outside_the_tree_and_malformed_records_are_ignored(tree_factory, g
     assert not any(alive(pid) for pid in b_members), result
     assert result.ok, result
     assert set(result.pids) == set(b_members) and result.ambiguous == ()
+
+
+def test_many_conflicting_shells_and_claims_keep_the_kill_line_and_its_records_short(
+        tree_factory, gateway, state, tmp_path):
+    """A state dir can name a shell by any number of sessions' identical calls: 7 shells,
+    each called by 40 sessions (b among them) in its window. Every shell is left alone;
+    the text line lists 5 of them and counts the rest, each with its first reasons and a
+    count of the others, and the JSON record and the audit log keep a bounded number of
+    reasons per shell, never all 280."""
+    tree = tree_factory(*(f"sleep {330 + n}; true" for n in range(7)))
+    shells = pt.exec_shells(tree.proc)
+    db = Transcripts(state)
+    for number, shell in enumerate(shells):
+        for other in range(39):
+            db.call(f"agent:main:s{other}", f"call-{number}-{other}", shell.command,
+                    shell.create_time - 0.2)
+        db.call(B_KEY, f"call-b-{number}", shell.command, shell.create_time - 0.2)
+    db.close()
+
+    code, out, err, _ = stop_kill(B_KEY, tree, gateway, tmp_path, as_json=False)
+    assert code == 0, err
+    assert all(alive(shell.pid) for shell in shells)
+    assert "7 exec shell(s) left alone, the evidence conflicts: " in out
+    assert "and 2 more shells" in out and out.count("more pieces of evidence") == 5
+    assert len(out) < 6000, len(out)
+
+    code, out, err, audit = stop_kill(B_KEY, tree, gateway, tmp_path)
+    record = json.loads(out.splitlines()[0])
+    assert sorted(c["pid"] for c in record["ambiguous"]) == sorted(s.pid for s in shells)
+    for conflict in record["ambiguous"]:
+        assert len(conflict["reasons"]) == ev.SHOWN_REASONS + 1
+        assert conflict["reasons"][-1] == \
+            f"and {40 - ev.SHOWN_REASONS} more pieces of evidence"
+    assert len(json.dumps(audit[-1])) < 40_000

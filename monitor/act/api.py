@@ -31,6 +31,7 @@ class ProcessInfo:
     evidence: str
     ambiguous: bool = False
     reasons: tuple[str, ...] = ()
+    more_reasons: int = 0       # pieces of evidence beyond ``reasons``, counted only
 
     def as_record(self) -> dict:
         """The JSON/audit form; the command (a process's argv: up to megabytes) is kept
@@ -38,7 +39,9 @@ class ProcessInfo:
         return {"pid": self.pid, "create_time": self.create_time,
                 "command": bounded(self.command),
                 "session_key": self.session_key, "ambiguous": self.ambiguous,
-                "reasons": list(self.reasons) or [self.evidence]}
+                "reasons": (list(self.reasons) or [self.evidence])
+                + ([f"and {self.more_reasons} more pieces of evidence"]
+                   if self.more_reasons else [])}
 
 
 @dataclass(frozen=True, slots=True)

@@ -240,9 +240,10 @@ class GatewayActionController:
             if verdict.owner == session_key:
                 owned.append(ProcessInfo(shell.pid, shell.create_time, shell.command,
                                          session_key, verdict.attribution().evidence,
-                                         reasons=verdict.reasons))
+                                         reasons=verdict.reasons,
+                                         more_reasons=verdict.more_reasons))
             elif verdict.ambiguous and verdict.names(session_key):
-                ambiguous.append(_ambiguous(shell, verdict.reasons))
+                ambiguous.append(_ambiguous(shell, verdict.reasons, verdict.more_reasons))
         return owned + ambiguous
 
     def kill(self, session_key: str, *, trigger: str | None = None,
@@ -271,10 +272,11 @@ class GatewayActionController:
                 snapshots.pop(shell.pid, None)
                 ambiguous[(shell.pid, shell.create_time)] = _ambiguous(
                     shell, (f"before the abort the evidence named only {session_key}",
-                           *verdict.reasons))
+                           *verdict.reasons), verdict.more_reasons)
             elif verdict.ambiguous and verdict.names(session_key):
                 ambiguous.setdefault((shell.pid, shell.create_time),
-                                     _ambiguous(shell, verdict.reasons))
+                                     _ambiguous(shell, verdict.reasons,
+                                                verdict.more_reasons))
         outcomes = []
         for shell in shells.values():
             if not pt.is_alive(shell.pid, shell.create_time):
@@ -293,9 +295,7 @@ class GatewayActionController:
                                  f"{killed} killed by clawwatch"]
         if ambiguous:
             parts.append(f"{len(ambiguous)} exec shell(s) left alone, the evidence conflicts: "
-                         + "; ".join(f"pid {info.pid} ({clip_redacted(info.command, 60)}): "
-                                     + " | ".join(info.reasons)
-                                     for info in ambiguous.values()))
+                         + _conflicts(list(ambiguous.values())))
         if not shells and unproven:
             parts.append(f"{unproven} exec shell(s) of gateway pid {gateway.pid} not proven to "
                          "be this session's, left alone")
@@ -315,7 +315,8 @@ class GatewayActionController:
             return [], 0, {}
         attributed = self.attributed_shells(gateway)
         owned = [shell for shell, verdict in attributed if verdict.owner == session_key]
-        ambiguous = {(shell.pid, shell.create_time): _ambiguous(shell, verdict.reasons)
+        ambiguous = {(shell.pid, shell.create_time): _ambiguous(shell, verdict.reasons,
+                                                                verdict.more_reasons)
                      for shell, verdict in attributed
                      if verdict.ambiguous and verdict.names(session_key)}
         return owned, sum(1 for _, verdict in attributed if not verdict.claims), ambiguous
@@ -352,9 +353,27 @@ class GatewayActionController:
         self.tracker.end_waits()
 
 
-def _ambiguous(shell: pt.ExecShell, reasons: tuple[str, ...]) -> ProcessInfo:
+def _ambiguous(shell: pt.ExecShell, reasons: tuple[str, ...], more: int) -> ProcessInfo:
+    """A shell left alone, with the reasons shown and how many more there are."""
+    counted = f"; and {more} more" if more else ""
     return ProcessInfo(shell.pid, shell.create_time, shell.command, None,
-                       "ambiguous: " + "; ".join(reasons), ambiguous=True, reasons=reasons)
+                       "ambiguous: " + "; ".join(reasons) + counted, ambiguous=True,
+                       reasons=reasons, more_reasons=more)
+
+
+def _conflicts(infos: list[ProcessInfo]) -> str:
+    """The shells left alone for the kill's one line: the first ``SHOWN_RUNS``, each with
+    its first ``SHOWN_CONFLICT_REASONS`` reasons, and counts of the rest."""
+    shown = []
+    for info in infos[:SHOWN_RUNS]:
+        reasons = list(info.reasons[:SHOWN_CONFLICT_REASONS])
+        more = len(info.reasons) - len(reasons) + info.more_reasons
+        if more:
+            reasons.append(f"and {more} more pieces of evidence")
+        shown.append(f"pid {info.pid} ({clip_redacted(info.command, 60)}): "
+                     + " | ".join(reasons))
+    more_shells = len(infos) - SHOWN_RUNS
+    return "; ".join(shown) + (f"; and {more_shells} more shells" if more_shells > 0 else "")
 
 
 def _run_ids(payload: dict) -> list[str]:
@@ -368,6 +387,8 @@ def _run_ids(payload: dict) -> list[str]:
 
 
 SHOWN_RUNS = 5
+#: Reasons of a shell left alone that the kill's one line shows.
+SHOWN_CONFLICT_REASONS = 2
 
 
 def _listed(texts: list[str]) -> str:

@@ -44,6 +44,9 @@ RESULT_SLACK = 1.0     # the result of a call is written after its shell started
 #: Characters of a record's id (a call id, a process session) a reason shows: the records
 #: are any JSON, and a reason reaches ``stop --kill``'s line, the audit log and the dialog.
 SHOWN_ID_CHARS = 100
+#: Claims whose reasons a verdict gives (a state dir can name a shell by any number of
+#: calls, each a claim); the others are counted.
+SHOWN_REASONS = 8
 
 
 @dataclass(frozen=True)
@@ -96,9 +99,14 @@ class Verdict:
 
     @property
     def reasons(self) -> tuple[str, ...]:
+        """What the first ``SHOWN_REASONS`` claims say (``more_reasons`` counts the rest)."""
         return tuple(f"{claim.kind} names {claim.session_key}"
                      + (" (tied with another session's identical call)" if claim.tied else "")
-                     + f": {claim.reason}" for claim in self.claims)
+                     + f": {claim.reason}" for claim in self.claims[:SHOWN_REASONS])
+
+    @property
+    def more_reasons(self) -> int:
+        return max(0, len(self.claims) - SHOWN_REASONS)
 
     def names(self, session_key: str) -> bool:
         return session_key in self.sessions
@@ -107,7 +115,9 @@ class Verdict:
         owner = self.owner
         if owner is None:
             return None
-        return Attribution(owner, "; ".join(claim.reason for claim in self.claims))
+        more = f"; and {self.more_reasons} more" if self.more_reasons else ""
+        return Attribution(owner, "; ".join(claim.reason
+                                            for claim in self.claims[:SHOWN_REASONS]) + more)
 
 
 def attribute(shell: ExecShell, *, reported: Iterable[ExecPid] = (),

@@ -123,6 +123,8 @@ class AlertsAndActions:
         left_alone = [f"  PID {p.pid:>7}  {printable(clip_redacted(p.command, 90))}\n"
                       + "".join(f"           {printable(clip_redacted(reason, 120))}\n"
                               for reason in p.reasons)
+                      + (f"           and {p.more_reasons} more pieces of evidence\n"
+                         if p.more_reasons else "")
                       for p in conflicting]
         if not killable:
             text = f"no processes of {key} to kill"
