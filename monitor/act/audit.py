@@ -7,7 +7,8 @@ detector, level, count, message, at_call, or null for a manual action), ``ok``,
 failed (``detail`` the webhook's scheme and host, ``error`` why). Every entry is redacted
 (``monitor.redaction.redact_record``) before it is written. Each line is written with one
 ``write`` on an ``O_APPEND`` descriptor, so concurrent writers never interleave within a
-line, and the file is never truncated or rewritten.
+line, and the file is never truncated or rewritten. A line a full disk (or a crash) cut
+short is ended before the next entry, so it costs only itself.
 """
 
 from __future__ import annotations
@@ -47,14 +48,21 @@ class AuditLog:
         with self._lock:
             try:
                 os.makedirs(os.path.dirname(self.path), exist_ok=True)
-                fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                fd = open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
                 try:
-                    os.write(fd, data)
+                    size = os.fstat(fd).st_size
+                    if size and os.pread(fd, 1, size - 1) != b"\n":
+                        data = b"\n" + data
+                    written = os.write(fd, data)
                 finally:
                     os.close(fd)
             except OSError as exc:
                 self.last_error = f"audit log {self.path}: {exc.strerror or exc}"
                 return False
+        if written < len(data):
+            self.last_error = (f"audit log {self.path}: only {written} of {len(data)} bytes "
+                               "of an entry written (is the disk full?)")
+            return False
         return True
 
     def read(self, limit: int | None = None) -> list[dict]:

@@ -108,7 +108,7 @@ def _error(source: str, message: str) -> ErrorRecord:
 
 def build_action_loop(monitor, discovered, config, *, mode: str | None = None,
                       gateway_url: str | None = None, controller=None,
-                      hung_interval: float = 5.0) -> ActionLoop:
+                      hung_interval: float = 5.0, audit: AuditLog | None = None) -> ActionLoop:
     """The action loop for a live ``Monitor`` (``mode`` is ``--act``, overriding
     ``actions.mode``; ``gateway_url`` is ``--gateway``). The gateway connection is opened
     at once and kept open on a background thread (when a gateway is configured), so run
@@ -118,7 +118,7 @@ def build_action_loop(monitor, discovered, config, *, mode: str | None = None,
     controller = routed(controller or GatewayActionController(discovered, config,
                                                               url=gateway_url),
                         config, discovered=discovered)
-    audit = AuditLog(config.actions.audit_log)
+    audit = audit or AuditLog(config.actions.audit_log)
     notifier = WebhookNotifier(config.alerts.webhooks, audit=audit) \
         if config.alerts.webhooks else None
     policy = ActionPolicy(config, controller, audit=audit, notifier=notifier, mode=mode)
@@ -141,15 +141,18 @@ def dashboard_action_hooks(gateway_controller, discovered, config, *, mode: str 
     """What the dashboard needs to act: ``controller`` (audited, for the s/K keys),
     ``after_step`` (the action loop, built at the first step, run after each) and
     ``on_close`` (closes the loop, or the controller when no step ran). Claude Code and
-    Codex keys go to the CLI process path (``monitor.act.cli_controller.routed``)."""
+    Codex keys go to the CLI process path (``monitor.act.cli_controller.routed``). The keys
+    and the loop share one audit log, so a failure to write it (a full disk) reaches the
+    errors pane whichever of them wrote."""
     gateway_controller = routed(gateway_controller, config, discovered=discovered)
+    audit = AuditLog(config.actions.audit_log)
     state: dict = {}
 
     def after_step(monitor, records: list[Record]) -> list[Record]:
         if "loop" not in state:
             state["loop"] = build_action_loop(monitor, discovered, config, mode=mode,
                                               gateway_url=gateway_url,
-                                              controller=gateway_controller)
+                                              controller=gateway_controller, audit=audit)
         return state["loop"].process(records)
 
     def close() -> None:
@@ -158,6 +161,5 @@ def dashboard_action_hooks(gateway_controller, discovered, config, *, mode: str 
         else:
             gateway_controller.close()
 
-    return {"controller": AuditedController(gateway_controller,
-                                            AuditLog(config.actions.audit_log)),
+    return {"controller": AuditedController(gateway_controller, audit),
             "after_step": after_step, "on_close": [close]}
