@@ -123,6 +123,19 @@ def test_exec_shells_lists_the_tree_and_not_the_lookalike(tree_factory, lookalik
     assert found is not None and found.pid == tree.proc.pid
 
 
+def test_a_process_titled_like_the_gateway_inside_its_tree_is_not_taken_for_it(
+        tree_factory, tmp_path):
+    """An agent's command can name a process ``openclaw-gateway`` (``exec -a``); it runs in
+    the gateway's tree with the gateway's environment, so neither the title nor the state
+    dir tells them apart. A gateway-titled process below another one is not a gateway."""
+    tree = tree_factory("(exec -a openclaw-gateway sleep 340) & sleep 341; wait")
+    impostors = [proc for proc in tree.proc.children(recursive=True)
+                 if proc.cmdline()[:1] == ["openclaw-gateway"]]
+    assert len(impostors) == 1
+    found = pt.find_gateway(state_dir=str(tmp_path / "state"))
+    assert found is not None and found.pid == tree.proc.pid
+
+
 def test_kill_ends_the_whole_group_and_nothing_else(tree_factory, lookalike):
     tree = tree_factory("sleep 300 & (sleep 303 &); sleep 301; wait", "sleep 305")
     target, bystander = pt.exec_shells(tree.proc)

@@ -122,19 +122,28 @@ def _listens_on(proc: psutil.Process, port: int) -> bool:
         return False
 
 
+def _below_any(proc: psutil.Process, others: list[psutil.Process]) -> bool:
+    try:
+        return any(parent in others for parent in proc.parents())
+    except psutil.Error:
+        return False
+
+
 def find_gateway(*, pid: int | None = None, url: str | None = None,
                  state_dir: str | None = None) -> psutil.Process | None:
     """The gateway process: ``pid`` when given (and alive), else the ``openclaw-gateway``
     process of this user; with several, the one listening on ``url``'s port, else the one
-    whose ``$OPENCLAW_STATE_DIR`` is ``state_dir``."""
+    whose ``$OPENCLAW_STATE_DIR`` is ``state_dir``. One titled so below another is not a
+    gateway: an agent's command can take the title (``exec -a``), and the environment."""
     if pid:
         try:
             proc = psutil.Process(pid)
         except psutil.Error:
             return None
         return proc if still_running(proc) else None
-    found = [proc for proc in psutil.process_iter()
-             if _title(proc) in GATEWAY_TITLES and _same_user(proc)]
+    titled = [proc for proc in psutil.process_iter()
+              if _title(proc) in GATEWAY_TITLES and _same_user(proc)]
+    found = [proc for proc in titled if not _below_any(proc, titled)]
     if len(found) <= 1:
         return found[0] if found else None
     port = urlparse(url).port if url else None
