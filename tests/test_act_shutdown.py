@@ -24,8 +24,10 @@ import pytest
 from test_act_gateway import TOKEN, FakeGateway, listening_controller
 from test_cli_agent_actions import tools_gone, with_cwd
 from test_cli_agents_process import Fake, FakeClis, alive, wait_for
+from test_kill_conflicts import Transcripts
 from test_productive_run import write_state_dir
 
+from monitor.act import processes as pt
 from monitor.act.audit import AuditLog
 from monitor.act.cli_controller import CliAgentController
 from monitor.act.cli_freeze import frozen_pids
@@ -73,17 +75,25 @@ def watch_stopped_when(tmp_path: Path, args: list[str], ready, what: str, *, env
          "--no-checkpoint", "--poll", "0.2", *args],
         cwd=REPO, env=env or clean_env(tmp_path), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
+    elapsed, out, err = terminated_when(watch, ready, what, closing=closing)
+    assert watch.returncode == 0, err
+    return elapsed, out, err
+
+
+def terminated_when(popen: subprocess.Popen, ready, what: str, *, closing=None
+                    ) -> tuple[float, str, str]:
+    """Send ``popen`` SIGTERM once ``ready()`` holds; (seconds it took to end, its stdout,
+    its stderr). ``closing`` is closed last."""
     try:
         wait_for(ready, what, timeout=60)
-        watch.send_signal(signal.SIGTERM)
-        elapsed = ended_within(watch, 10)
-        out, err = watch.communicate()
+        popen.send_signal(signal.SIGTERM)
+        elapsed = ended_within(popen, 10)
+        out, err = popen.communicate()
     finally:
-        if watch.poll() is None:
-            watch.kill()
+        if popen.poll() is None:
+            popen.kill()
         if closing is not None:
             closing.close()
-    assert watch.returncode == 0, err
     return elapsed, out, err
 
 
@@ -253,3 +263,36 @@ def test_watch_ends_within_2_s_of_sigterm_with_webhooks_queued_to_a_receiver_tha
         tmp_path, ["--config", str(config), "--state-dir", str(state_dir), "--log", str(log)],
         lambda: receiver.requests, "a webhook posted", closing=receiver)
     assert elapsed < STOP_BOUND_SECONDS
+
+
+def test_a_stop_signal_during_stop_kill_of_gateway_exec_shells_sigkills_them_at_once(
+        tree_factory, tmp_path):
+    """``clawwatch stop KEY --kill`` on an OpenClaw exec shell that survives SIGTERM (its
+    trap notes each one; the sleeps it starts are new members of its group): SIGTERM to
+    clawwatch during a grace of a minute ends the grace, the whole group is SIGKILLed, and
+    clawwatch ends within 2 s saying so."""
+    noted = tmp_path / "got-term"
+    tree = tree_factory(f"trap 'echo x >> {noted}' TERM; while true; do sleep 0.2; done")
+    (shell,) = pt.exec_shells(tree.proc)
+    members = [proc.pid for proc in pt.group_snapshot(shell.pid)]
+    db = Transcripts(tmp_path / "state")
+    db.call("agent:main:loop", "call-1", shell.command, shell.create_time - 0.2)
+    db.close()
+    gateway = FakeGateway("ok")
+    config = tmp_path / "clawwatch.yaml"
+    config.write_text(f"actions: {{kill_grace_seconds: {LONG_GRACE}}}\n")
+    env = clean_env(tmp_path, OPENCLAW_GATEWAY_TOKEN=TOKEN,
+                    OPENCLAW_GATEWAY_PID=str(tree.proc.pid))
+    stop = subprocess.Popen([sys.executable, "-m", "monitor", "stop", "--config", str(config),
+                             "--state-dir", str(tmp_path / "state"), "--gateway", gateway.url,
+                             "agent:main:loop", "--kill"],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    elapsed, out, err = terminated_when(stop, noted.exists,
+                                        "the exec shell to get the kill's SIGTERM",
+                                        closing=gateway)
+    assert elapsed < STOP_BOUND_SECONDS
+    assert stop.returncode == 0, err
+    assert "1 killed by clawwatch" in out
+    wait_for(lambda: not any(alive(pid) for pid in members), "the group gone", timeout=2)
+    assert not pt.group_snapshot(shell.pid)
