@@ -11,7 +11,11 @@ ccusage selects only ``event_json``, so in the SQLite era it misses the usage of
 assistant messages stored in ``event_zstd`` rows, which is counted exactly.
 
     .venv/bin/python bench/bench_replay.py [--dir /tmp/clawwatch-bench] [--runs 3]
-        [--eras sqlite,legacy] [--results FILE]
+        [--eras sqlite,legacy] [--results FILE] [--breakdown]
+
+``--breakdown`` adds a third contender, clawwatch with every detector off (``reading``), in
+the same rounds: what reading, decoding, typing and counting cost against ccusage, and the
+detectors' share of clawwatch's CPU.
 
 ccusage is pinned to CCUSAGE_VERSION and npm-installed into ~/.cache/clawwatch/ when
 missing (20.0.26, the newest at the time, ships no linux-x64 binary; 20.0.24 does).
@@ -184,9 +188,14 @@ def bench_era(era: str, root: Path, manifest: dict, ccusage: Path, args) -> dict
     state_dir = root / era
     scratch = root / "bench-out"
     cmds = commands(state_dir, ccusage)
-    cwd = {"clawwatch": Path(args.monitor_root), "ccusage": REPO}
-    limit = {"clawwatch": None, "ccusage": args.ccusage_timeout}
-    results: dict[str, list[dict]] = {"clawwatch": [], "ccusage": []}
+    cwd = {"clawwatch": Path(args.monitor_root), "ccusage": REPO,
+           "reading": Path(args.monitor_root)}
+    limit = {"clawwatch": None, "ccusage": args.ccusage_timeout, "reading": None}
+    if args.breakdown:
+        no_detectors = scratch / "no-detectors.yaml"
+        no_detectors.write_text("detection:\n  enabled: false\n")
+        cmds["reading"] = [*cmds["clawwatch"], "--config", str(no_detectors)]
+    results: dict[str, list[dict]] = {name: [] for name in cmds}
     timed_out: set[str] = set()
     if args.warmup:
         for name, command in cmds.items():
@@ -224,6 +233,11 @@ def bench_era(era: str, root: Path, manifest: dict, ccusage: Path, args) -> dict
                          "walls": [round(r["wall"], 2) for r in figures],
                          "timed_out": name in timed_out}
     summary["ratio"] = round(summary["ccusage"]["wall"] / summary["clawwatch"]["wall"], 2)
+    if "reading" in summary:
+        summary["reading_ratio"] = round(summary["ccusage"]["wall"]
+                                         / summary["reading"]["wall"], 2)
+        summary["detector_cpu_share"] = round(
+            1 - summary["reading"]["cpu"] / summary["clawwatch"]["cpu"], 3)
     summary["tokens"] = compare_tokens(era, manifest, clawwatch_doc, ccusage_doc) \
         if ccusage_doc else None
     summary["findings"] = sum(len(s["findings"]) for s in clawwatch_doc["sessions"])
@@ -235,7 +249,9 @@ def print_summary(summary: dict) -> None:
     era = summary["era"]
     print(f"\n== {era}: {summary['megabytes']:,.0f} MB of transcript JSON, "
           f"{summary['events']:,} entries, medians of {summary['runs']} runs")
-    for name in ("clawwatch", "ccusage"):
+    for name in ("clawwatch", "ccusage", "reading"):
+        if name not in summary:
+            continue
         s = summary[name]
         more = " (timed out: at least this long)" if s["timed_out"] else ""
         print(f"{name:10} {s['wall']:8.2f} s{more}  {s['mb_per_s']:7.1f} MB/s  "
@@ -246,6 +262,10 @@ def print_summary(summary: dict) -> None:
     print(f"throughput ratio clawwatch/ccusage: {ratio:.2f}x "
           f"(goal >= 2x: {'met' if ratio >= 2 else 'missed'}; "
           f"no worse: {'met' if ratio >= 1 else 'missed'})")
+    if "reading" in summary:
+        print(f"without the detectors (reading, decoding, typing, counting): "
+              f"{summary['reading_ratio']:.2f}x ccusage; the detectors take "
+              f"{summary['detector_cpu_share'] * 100:.0f}% of clawwatch's CPU")
     t = summary["tokens"]
     print(f"clawwatch findings: {summary['findings']:,}, source errors: "
           f"{summary['source_errors']}")
@@ -274,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ccusage-timeout", type=float, default=1800.0,
                         help="seconds before a ccusage run is killed and reported as "
                              "taking at least that long")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time clawwatch with every detector off (`reading`), to "
+                             "tell what reading costs from what detecting does")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="skip the discarded warm-up run of each tool")
     args = parser.parse_args(argv)
