@@ -91,6 +91,13 @@ CORPUS = {
     "yaml_api_key_prod": ("api-key-prod: ykG5w1Zr7Hd2Lx", "ykG5w1Zr7Hd2Lx"),
     "json_password_prod": ('{"db_password_prod": "jqF8k2Nv6Tc0Bs"}', "jqF8k2Nv6Tc0Bs"),
     "url_no_user": ("REDIS_URL=redis://:ruJ3m9Qe5Wx1Gp@cache:6379/0", "ruJ3m9Qe5Wx1Gp"),
+    # the word ``pass`` after another part of a name, with more of the name after it
+    "env_pass_prod": ("export DB_PASS_PROD=dpQ3v7Kx1Mz5Hs && ./migrate", "dpQ3v7Kx1Mz5Hs"),
+    "env_pass_1_quoted": ("export MYSQL_PASS_1='mp Y6c2 Rf9Tw'", "mp Y6c2 Rf9Tw"),
+    "env_pass2": ("REDIS_PASS2=rpJ9f4Lw6Cb1Nd redis-server", "rpJ9f4Lw6Cb1Nd"),
+    "yaml_pass_prod": ("DB_PASS_PROD: ypN8s4Dg0Vk2Lc", "ypN8s4Dg0Vk2Lc"),
+    "json_pass_prod": ('{"smtp-pass-main": "jsB1w6Hm3Ty8Qe"}', "jsB1w6Hm3Ty8Qe"),
+    "url_encoded_pass_prod": ("q=login&db_pass_prod%3DueR5k0Zp7Gn3Xa", "ueR5k0Zp7Gn3Xa"),
 }
 SECRETS = [secret for _, secret in CORPUS.values()] + [PEM_BODY[::-1]]
 
@@ -139,6 +146,13 @@ def test_a_json_object_under_a_secret_name_keeps_its_structure():
     "PASSWORD_MIN_LENGTH=12", "api_key_limit: 100", "codex type=token_count",
     "token_store.py:12: def load():", "cat: secret.txt: No such file",
     "http://[::1]:8080/x", "sqlite://:memory:",
+    # a short word at a name's start, ``auth`` / ``cookie`` before more of a name, and ``pass``
+    # before a quantity or a setting about the password: no secret
+    "PASS_RATE=0.9", "pass_through: true", "PASS_COUNT=3", "AUTH_MODE=token",
+    "X-Auth-User: bob", "COOKIE_DOMAIN=example.com", "SESSION_COOKIE_NAME = 'sessionid'",
+    "DB_PASS_COUNT=3", "TEST_PASS_RATE=0.9", "SMTP_PASS_TYPE=plain", "X-Pass-Through: 1",
+    "DB_PASS_FILE=/run/secrets/db", "bypass_cache=1", "compass_heading: 90",
+    "db_pass_1.txt:3: x", "_PASS_PROD=1",
 ])
 def test_lookalikes_of_the_new_shapes_are_left_alone(text):
     assert redact_text(text) == text
@@ -171,6 +185,35 @@ def test_secret_named_keys_are_masked_in_arguments_and_records():
     assert redact_record(clean) is clean
 
 
+# Names whose value the text rules mask in ``{"NAME": "x"}``: keys, masked whole, too.
+PASS_IN_NAMES = ["DB_PASS_PROD", "MYSQL_PASS_1", "db-pass2", "Smtp_Pass_Main"]
+
+
+@pytest.mark.parametrize("name", [*PASS_IN_NAMES, "DB_PASS", "pass", "auth",
+                                  "DB_PASSWORD_PROD", "GITHUB_TOKEN_RO", "PASS_RATE",
+                                  "DB_PASS_COUNT", "AUTH_MODE", "bypass_cache", "passport"])
+def test_a_name_masked_in_text_is_a_secret_named_key(name):
+    from monitor.redaction import redact_record
+
+    secret = "kvP4x9Wd2Mr7Ys"
+    masked_in_text = secret not in redact_text(json.dumps({name: secret}))
+    assert masked_in_text == (name in PASS_IN_NAMES or name in {
+        "DB_PASS", "pass", "auth", "DB_PASSWORD_PROD", "GITHUB_TOKEN_RO"})
+    if masked_in_text:
+        assert redact({name: secret}) == {name: REDACTED}
+        assert redact_record({name: secret}) == {name: REDACTED}
+
+
+@pytest.mark.parametrize(("name", "secret_named"), [
+    ("dbPassProd", True), ("passProd", True), ("dbPass2", True), ("DB_PASS_PROD", True),
+    ("passport", False), ("Passport", False), ("PASSPORT", False), ("bypassCache", False),
+    ("compass", False), ("isPassing", False), ("PASSED", False),
+])
+def test_pass_as_any_word_of_a_key_names_a_secret(name, secret_named):
+    shown = redact({name: "kvP4x9Wd2Mr7Ys"})[name]
+    assert (shown == REDACTED) == secret_named, shown
+
+
 # Fragments of the shapes above, in the case variants (?i) matches, to build texts from.
 SHAPE_PIECES = st.sampled_from([
     "Authorization", "authori\u017fation", "PROXY-", ": ", "=", "%3D", "%3a", "Token ",
@@ -178,7 +221,7 @@ SHAPE_PIECES = st.sampled_from([
     " -a ", "sshpass", "redis-cli", "docker login", "podman", " --password ", "DB_PASS",
     "pass", "PA\u017f\u017f", "Pass", "by", "auth", "AUTH", "credentials", "Passwort",
     "https://", "wss://", "://bob:", "://:", "@", "?", "{", "[", '"', "'", "\\", " ", "\n", "|",
-    ";", "TOKEN", "secret", "_KEY", "PASSWORD", "_PROD", "-", "_count", "2", ".py",
+    ";", "TOKEN", "secret", "_KEY", "PASSWORD", "_PROD", "-", "_count", "_rate", "2", ".py",
     "abcdefgh12345678", "x", "\u0131", "\u00e9",
 ])
 
@@ -210,13 +253,21 @@ def test_the_new_shapes_are_redacted_as_far_as_they_are_shown(text):
     assert redact_text(start)[:limit] == redact_text(whole)[:limit]
 
 
-@pytest.mark.parametrize("piece", ["token_", "_key-", "DB_PASSWORD_", "://:"])
+@pytest.mark.parametrize("piece", ["token_", "_key-", "DB_PASSWORD_", "://:", "_PASS",
+                                   "DB_PASS_", "a-pass1"])
 def test_names_with_more_after_the_secret_word_are_found_in_linear_time(piece):
     # each secret word looks at most 40 name characters ahead: a scan to the text's end from
     # every one of them would take minutes here
     text = piece * (400_000 // len(piece))
     started = time.monotonic()
     redact_text(text)
+    assert time.monotonic() - started < 5
+
+
+def test_a_long_name_before_pass_is_found_in_linear_time():
+    text = "A" * 1_000_000 + "_PASS_PROD=x"
+    started = time.monotonic()
+    assert redact_text(text).endswith("_PASS_PROD=" + REDACTED)
     assert time.monotonic() - started < 5
 
 

@@ -14,9 +14,14 @@ Each rule masks one shape wherever it appears:
   ``_``, a ``-`` or a digit (``GITHUB_TOKEN_RO=…``, ``SECRET_KEY_BASE=…``,
   ``OPENAI_API_KEY_2=…``) and is not a quantity (``TOKEN_COUNT=5``,
   ``token_budget:session`` stay), or is the word ``pass`` / ``auth`` / ``cookie``
-  (``DB_PASS=…``, ``"auth": "…"``), with ``=``, ``:`` or their URL-encoded ``%3D`` /
-  ``%3A`` (env style ``AWS_SECRET_ACCESS_KEY=…`` too); a value never starts at a ``{`` or
-  ``[`` (the names nested in it are found by their own);
+  (``DB_PASS=…``, ``"auth": "…"``), or holds the word ``pass`` after another part of it
+  and before more of it, as above, that names no setting about the password either
+  (``DB_PASS_PROD=…``, ``MYSQL_PASS_1=…``; ``DB_PASS_COUNT=3``, ``TEST_PASS_RATE=0.9``,
+  ``DB_PASS_FILE=/run/…`` stay, and so do ``PASS_RATE=``, ``AUTH_MODE=``,
+  ``COOKIE_DOMAIN=``: a short word that starts a name, and ``auth`` or ``cookie``
+  anywhere, take no more), with ``=``, ``:`` or their URL-encoded ``%3D`` / ``%3A`` (env
+  style ``AWS_SECRET_ACCESS_KEY=…`` too); a value never starts at a ``{`` or ``[`` (the
+  names nested in it are found by their own);
 * ``Authorization:`` headers of any scheme (bearer and basic credentials anywhere),
   ``Cookie:`` / ``Set-Cookie:`` values, ``--token x`` style flags, ``curl -u user:pass``,
   ``mysql -pX``, ``sshpass -p X``, ``redis-cli -a X``, ``docker login -p X``, argv lists
@@ -53,6 +58,22 @@ _QUANTITY = (r"(?:count|limit|budget|usage|used|total|max|min|remaining|length|l
 # starts it, so ``tokens=12`` is no secret; no ``.``, so neither is a file name
 # (``token_store.py:12:``).
 _NAME_TAIL = r"(?:[_-](?!" + _QUANTITY + r")|(?=\d))[\w-]{0,40}"
+# Words that, right after ``pass``, name a setting about the password rather than the
+# password itself: ``TEST_PASS_RATE=0.9``, ``DB_PASS_FILE=/run/secrets/db`` (a path, as
+# docker's ``*_FILE`` secrets), ``SMTP_PASS_TYPE=plain``, ``X-Pass-Through: 1``.
+_ABOUT_PASS = (r"(?:rate|ratio|percent|pct|threshold|mode|type|method|through|thru|"
+               r"file(?:name)?|path|dir)s?(?![a-z])")
+# ``pass`` after another part of a name (a letter or digit, then a ``_`` / ``-``), with more
+# of the name after it (``DB_PASS_PROD``, ``MYSQL_PASS_1``, ``db-pass2``): the more starts
+# as ``_NAME_TAIL`` does and names neither a quantity nor a setting about the password. At
+# a name's start ``pass`` takes no more (``PASS_RATE``, ``pass_through``), nor do ``auth``
+# and ``cookie`` anywhere (``AUTH_MODE``, ``X-Auth-User``, ``SESSION_COOKIE_NAME``): those
+# name settings, and their secrets carry a secret word of their own (``AUTH_TOKEN``,
+# ``COOKIE_SECRET``). The ``_`` / ``-`` is matched first, so a text is searched for it
+# rather than tried at every position, and the more is taken whole (``{0,40}+``: nothing
+# that may follow it is a name character), so a run of ``_PASS_PASS_…`` takes linear time.
+_PASS_IN_NAME = (r"[_-](?<=[a-z0-9][_-])pass(?:[_-](?!" + _QUANTITY + "|" + _ABOUT_PASS
+                 + r")|(?=\d))[\w-]{0,40}+")
 # Short names, as whole words (``DB_PASS``, ``"auth"``; not ``bypass``, ``oauth``), with the
 # separator close by: their markers hold it, so ``passed`` or ``author`` run no regex.
 _WORDS = ("pass", "auth", "cookie")
@@ -141,6 +162,9 @@ _RULE_SOURCES = (
      + _KVALUE, r"\1" + REDACTED, _NAME_MARKERS),
     (r"(?i)(" + _WORD + r"\\?[\"']?[ \t]*(?:[=:]|%3[da])\s*\\?[\"']?)" + _KVALUE,
      r"\1" + REDACTED, _WORD_MARKERS),
+    # ``DB_PASS_PROD=x``, ``"mysql-pass-1": "x"``: ``pass`` inside a name.
+    (r"(?i)(" + _PASS_IN_NAME + r"\\?[\"']?[ \t]*(?:[=:]|%3[da])\s*\\?[\"']?)" + _KVALUE,
+     r"\1" + REDACTED, ("_pass", "-pass")),
     # ``scheme://user:pass@``, and ``redis://:pass@`` (a password without a user).
     (r"(://[^/\s:@]*:)[^@\s/]+@", r"\1" + REDACTED + "@", ("://",)),
     # ``https://TOKEN@host``: userinfo without a password is a token (git, GitHub, GitLab).

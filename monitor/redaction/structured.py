@@ -21,8 +21,11 @@ from monitor.redaction.text import may_hold_secret, redact_text
 _PLAIN_FIELDS = frozenset({("tokens_from", "index"), ("tokens_from", "transcript")})
 _SECRET_KEY = re.compile(r"(?i)(token|secret|passw|pwd|api[_-]?key|apikey|auth|cookie|"
                          r"credential|private[_-]?key|session[_-]?key|"
-                         # ``pass``, ``db_pass``, ``dbPass``, ``PASS_PHRASE``; not ``bypass``
-                         r"(?:(?<![a-z])(?-i:[Pp]ass|PASS)|(?<=[a-z])(?-i:Pass))(?![a-z]))")
+                         # ``pass`` as any word of a name: ``pass``, ``db_pass``, ``dbPass``,
+                         # ``PASS_PHRASE``, ``DB_PASS_PROD``, ``dbPassProd``; not ``bypass``,
+                         # ``passport``, ``PASSPORT``
+                         r"(?-i:(?<![A-Za-z])PASS(?![A-Za-z])|(?<![A-Za-z])[Pp]ass(?![a-z])|"
+                         r"(?<=[A-Za-z])Pass(?![a-z])))")
 #: Secret-named fields of clawwatch's own records, whose value is never a secret (a record's
 #: ``session_key`` is a session's name, like ``key``).
 _RECORD_FIELDS = frozenset({"session_key"})
