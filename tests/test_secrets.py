@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_act_webhooks import Receiver
 
-from monitor import cli, redaction
+from monitor import cli, cli_watch, redaction
 from monitor.demo.sim.scenarios import Scenario, ScenarioEnv, ToolStep
 from monitor.demo.sim.session import FakeClock
 from monitor.demo.sim.simulator import Simulator
@@ -418,13 +418,14 @@ def write_world(root: Path) -> tuple[Path, Path, str]:
 def run_cli(capfd, argv: list[str]) -> tuple[int, str, str]:
     """Exit code, stdout and stderr of ``clawwatch ARGV`` (file-descriptor level: ``watch``
     writes to the ``sys.stdout`` it was imported with)."""
-    emit = cli._emit
-    cli._emit = lambda records, as_json, out=None: emit(records, as_json, out or sys.stdout)
+    emit = cli_watch.emit_records
+    cli_watch.emit_records = \
+        lambda records, as_json, out=None: emit(records, as_json, out or sys.stdout)
     capfd.readouterr()
     try:
         code = cli.main(argv)
     finally:
-        cli._emit = emit
+        cli_watch.emit_records = emit
     sys.stdout.flush()
     sys.stderr.flush()
     out, err = capfd.readouterr()

@@ -1,7 +1,7 @@
 """``clawwatch watch --headless --json --act MODE`` as the CLI runs it once actions are wired.
 
 Usage: ``python -m tests.e2e.act_watch --state-dir DIR --log FILE --config FILE --act auto
---seconds N``. Builds the same pipeline as ``monitor.cli.cmd_watch`` (discovery, config,
+--seconds N``. Builds the same pipeline as ``monitor.cli_watch.cmd_watch`` (discovery, config,
 sources, detection engine, ``run_live``) plus ``monitor.act.loop.build_action_loop``, and
 prints JSON lines (plus one ``notice`` "caught up" once history is read). The e2e tests
 run it so they exercise the action integration exactly as the CLI does, independently of

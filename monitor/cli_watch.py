@@ -1,0 +1,168 @@
+"""``clawwatch watch --headless`` and ``clawwatch demo --headless``: follow the sources live
+and print each step's records as lines (JSON with ``--json``, else plain text), every
+secret in them masked."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+
+from monitor.cli_setup import (
+    SetupError,
+    checked_config,
+    detection_engine,
+    discover_inputs,
+    log_stream,
+    note,
+    require_inputs,
+    source_set,
+    start_metrics_if_asked,
+)
+from monitor.display import json_dumps, printable
+from monitor.records import (
+    ActionRecord,
+    ErrorRecord,
+    FindingRecord,
+    Record,
+    SessionRecord,
+    ToolCallRecord,
+    redacted,
+    redacted_json,
+)
+
+
+def cmd_watch(args) -> int:
+    from monitor.act.loop import build_action_loop
+    from monitor.live import install_stop_signals, run_live
+    from monitor.pipeline import Monitor, history_cutoff
+    from monitor.restart import ReportedBefore, rewound
+    from monitor.sources.checkpoint import (
+        CheckpointPathError,
+        CheckpointStore,
+        default_checkpoint_path,
+        unreadable_checkpoint_note,
+    )
+    from monitor.sources.history_split import reader_processes
+
+    stop = install_stop_signals()       # a signal during setup ends the loop at its start
+    stream = log_stream(args)
+    found = discover_inputs(args)
+    if stream is not None:              # the stream is the log; a state dir only if there
+        if not (found.state_dir and os.path.isdir(found.state_dir)):
+            found.state_dir = None
+        found.log_path = None
+    else:
+        require_inputs(args, found)
+    config = checked_config(args.config)
+    store = None
+    if not args.no_checkpoint:
+        store = CheckpointStore(args.checkpoint or default_checkpoint_path(
+            found.state_dir, stream or found.log_path, claude_dirs=found.claude_dirs,
+            codex_dirs=found.codex_dirs))
+        try:
+            store.check_writable()
+        except CheckpointPathError as exc:
+            raise SetupError(f"clawwatch watch: {exc} (give --checkpoint FILE or "
+                             "--no-checkpoint)") from None
+    resume = store.load() if store else None
+    if store is not None and store.unreadable:
+        note(unreadable_checkpoint_note(store))
+    sources = source_set(
+        state_dir=found.state_dir, log_path=found.log_path,
+        resume=resume if args.from_start else rewound(resume), log_stream=stream,
+        from_start=args.from_start, claude_dirs=tuple(found.claude_dirs),
+        codex_dirs=tuple(found.codex_dirs),
+        rolling_log_dirs=tuple(found.log_dirs) if found.log_is_rolling and not stream else (),
+        history_readers=reader_processes(config.history.reader_processes))
+    monitor = Monitor(sources, detection_engine(config),
+                      detect_since=None if args.from_start else history_cutoff(config))
+    if resume is not None and not args.from_start:
+        monitor.reported_before = ReportedBefore(resume)
+    try:
+        hub, server = start_metrics_if_asked(args, config, monitor)
+    except SetupError:
+        sources.close()
+        raise
+    printer = functools.partial(emit_records, as_json=args.json)
+    actions = build_action_loop(monitor, found, config, mode=args.act, gateway_url=args.gateway)
+    try:
+        run_live(monitor, actions.wrap_emit(hub.wrap_emit(printer) if hub else printer),
+                 seconds=args.seconds, poll_seconds=args.poll, store=store,
+                 catch_up_quietly=resume is None and not args.from_start, stop=stop,
+                 step=hub.step if hub else None)
+        actions.finish(stop)
+    finally:
+        emit_records(actions.close(), args.json)
+        if server is not None:
+            server.close()
+        sources.close()
+    for failure in sources.stream_failures():
+        print(printable(f"clawwatch: {failure}"), file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_demo(args) -> int:
+    """The demo's simulated sessions, watched as ``watch --headless`` watches."""
+    from monitor.act.loop import build_action_loop
+    from monitor.demo import DemoWorld
+    from monitor.live import install_stop_signals, run_live
+    from monitor.pipeline import Monitor
+    from monitor.sources.sourceset import SourceSet
+
+    stop = install_stop_signals()
+    world = DemoWorld(era="legacy" if args.legacy else "sqlite", rate=args.rate).start()
+    actions = sources = server = None
+    try:
+        config = checked_config(args.config, env=world.config_env())
+        sources = SourceSet(state_dir=str(world.state_dir), log_path=str(world.log_path),
+                            claude_dirs=world.claude_dirs)
+        monitor = Monitor(sources, detection_engine(config))
+        hub, server = start_metrics_if_asked(args, config, monitor)
+        printer = functools.partial(emit_records, as_json=args.json)
+        actions = build_action_loop(monitor, world.discovered(), config, mode=args.act,
+                                    controller=world.controller(config))
+        run_live(monitor, actions.wrap_emit(hub.wrap_emit(printer) if hub else printer),
+                 seconds=args.seconds, poll_seconds=0.5, catch_up_quietly=False, stop=stop,
+                 step=hub.step if hub else None)
+    finally:
+        if actions is not None:
+            emit_records(actions.close(), args.json)
+        if server is not None:
+            server.close()
+        if sources is not None:
+            sources.close()
+        world.close()
+    return 0
+
+
+def emit_records(records: list[Record], as_json: bool, out=sys.stdout) -> None:
+    """The records as lines; every output has its secrets masked."""
+    if as_json:
+        out.writelines(json_dumps(redacted_json(record), default=str) + "\n"
+                       for record in records)
+    else:
+        out.writelines(_human_line(redacted(record)) + "\n" for record in records)
+    out.flush()
+
+
+def _human_line(record: Record) -> str:
+    """One record as one line of plain text; data in it made printable (one line, no
+    control character reaches the terminal)."""
+    return printable(_human_text(record))
+
+
+def _human_text(record: Record) -> str:
+    if isinstance(record, FindingRecord):
+        return (f"{record.ts} {record.level.upper():8} {record.key} {record.detector} "
+                f"x{record.count} (call {record.at_call}): {record.message}")
+    if isinstance(record, ToolCallRecord):
+        return f"{record.ts} call     {record.key} #{record.at_call} {record.name}"
+    if isinstance(record, SessionRecord):
+        return f"{record.ts} session  {record.key} {record.status}"
+    if isinstance(record, ActionRecord):
+        return f"{record.ts} ACTION   {record.key} {record.action} ok={record.ok}"
+    kind = "error" if isinstance(record, ErrorRecord) else "notice"
+    return f"{record.ts} {kind:8} {record.path or ''} {getattr(record, 'where', None) or ''} " \
+           f"{record.message}"
