@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from monitor.display import printable
 from monitor.records import ActionRecord, FindingRecord, Record
 from monitor.redaction import redacted_start
-from monitor.snapshot import STATES, SnapshotBuilder
+from monitor.snapshot import STATES
+from monitor.snapshot_builder import SnapshotBuilder
 
 LEVEL_VALUE = {"warning": 1, "critical": 2}
 OTHER = "_other"

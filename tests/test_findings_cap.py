@@ -21,7 +21,7 @@ from monitor.demo.sim.simulator import Simulator
 from monitor.detect.engine import DetectionEngine
 from monitor.pipeline import Monitor
 from monitor.records import as_json_list
-from monitor.snapshot import SnapshotBuilder
+from monitor.snapshot_builder import SnapshotBuilder
 from monitor.sources.sourceset import SourceSet
 
 KEPT = 6

@@ -8,7 +8,7 @@ import pytest
 from monitor.demo.sim.simulator import Simulator
 from monitor.events import SessionInfo
 from monitor.pipeline import Monitor
-from monitor.snapshot import SnapshotFeed
+from monitor.snapshot_feed import SnapshotFeed
 from monitor.sources import sourceset
 from monitor.sources.sourceset import SourceSet
 

@@ -18,10 +18,10 @@ from monitor.events import GatewayNotice, ToolCall, ToolResult
 from monitor.pipeline import Monitor
 from monitor.redaction import redact_text
 from monitor.session_state import SessionState
-from monitor.snapshot import (
+from monitor.snapshot import BoardRow
+from monitor.snapshot_builder import (
     IDLE_AFTER_SECONDS,
     STALL_AFTER_SECONDS,
-    BoardRow,
     SnapshotBuilder,
     _with_idle,
     shown_idle,

@@ -97,7 +97,7 @@ def test_the_board_shows_an_old_sessions_budget_share_from_its_totals(tmp_path):
     """History keeps no detector state, but its row still shows how much of the session
     budget it spent, from the tokens the monitor counted."""
     from monitor.config import load_config
-    from monitor.snapshot import SnapshotBuilder
+    from monitor.snapshot_builder import SnapshotBuilder
 
     config = load_config(None, env={"CLAWWATCH_BUDGETS__SESSION_TOKENS": "1000000"})
     monitor = Monitor(SourceSet(state_dir=state_dir_with_hammer(tmp_path, 3 * DAY, "done")),
@@ -118,7 +118,7 @@ def test_a_history_sessions_timeline_is_read_when_it_is_looked_at(tmp_path):
     """The scan keeps no timeline entry for history (only its calls counted); opening the
     session reads them from its transcript: the same calls, arguments and outcomes a board
     that detected on everything shows."""
-    from monitor.snapshot import SnapshotBuilder
+    from monitor.snapshot_builder import SnapshotBuilder
 
     state_dir = state_dir_with_hammer(tmp_path, 3 * DAY, "done")
 

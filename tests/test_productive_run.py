@@ -301,7 +301,7 @@ def test_the_board_does_not_call_a_long_productive_run_looping():
     from types import SimpleNamespace
 
     from monitor.detect.findings import Finding
-    from monitor.snapshot import SnapshotBuilder
+    from monitor.snapshot_builder import SnapshotBuilder
 
     state = SimpleNamespace(status="running", aborted_last_run=False)
     budget = Finding(PRODUCTIVE, "s1", "iteration_budget", "warning", 100, "exec", 100, "")

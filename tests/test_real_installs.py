@@ -31,7 +31,7 @@ from monitor.demo.sim.sqlite_writer import SqliteAgentWriter
 from monitor.detect.engine import DetectionEngine
 from monitor.events import SessionInfo, SourceError, SourceNotice
 from monitor.pipeline import Monitor
-from monitor.snapshot import SnapshotBuilder
+from monitor.snapshot_builder import SnapshotBuilder
 from monitor.sources.legacy import LegacySessionsSource
 from monitor.sources.sourceset import SourceSet
 from monitor.sources.sqlite_agent import SqliteAgentSource

@@ -24,7 +24,8 @@ from monitor.pipeline import Monitor
 from monitor.records import FindingRecord
 from monitor.redaction import REDACTED, clipping, format_arguments, redact, redact_text, shown_start
 from monitor.session_state import SessionState
-from monitor.snapshot import STALL_AFTER_SECONDS, AlertEntry, SnapshotBuilder
+from monitor.snapshot import AlertEntry
+from monitor.snapshot_builder import STALL_AFTER_SECONDS, SnapshotBuilder
 from monitor.sources.sourceset import SourceSet
 from monitor.ui.alerting import (
     BELL_MIN_INTERVAL,
@@ -382,7 +383,7 @@ def test_repo_themes_load_and_a_broken_file_is_reported(tmp_path):
 
 
 def test_importing_the_snapshot_module_loads_neither_textual_nor_rich():
-    probe = ("import sys, monitor.snapshot, monitor.ui.alerting\n"
+    probe = ("import sys, monitor.snapshot, monitor.snapshot_builder, monitor.ui.alerting\n"
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual','rich')))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout.strip()

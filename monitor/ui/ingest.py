@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterable
 
 from monitor.heap import give_back_free_memory, relax_collector, restore_collector
 from monitor.records import Record
-from monitor.snapshot import Snapshot, SnapshotBuilder
+from monitor.snapshot import Snapshot
+from monitor.snapshot_builder import SnapshotBuilder
 from monitor.sources.wake import Waker
 
 MIN_INTERVAL = 0.2
