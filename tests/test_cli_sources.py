@@ -16,8 +16,7 @@ import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
-import monitor.replay as replay_module
-from monitor import cli
+from monitor import cli, replay_shards
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLAUDE = FIXTURES / "claude_code"                   # a config dir holding projects/
@@ -144,7 +143,7 @@ def test_a_claude_code_or_codex_transcript_given_as_a_path_is_read_as_theirs(tmp
 
 
 def test_jobs_2_gives_the_jobs_1_document(tmp_path, monkeypatch):
-    monkeypatch.setattr(replay_module, "BYTES_PER_JOB", 1)     # small dirs: split anyway
+    monkeypatch.setattr(replay_shards, "BYTES_PER_JOB", 1)     # small dirs: split anyway
     for name, value in clean_env(tmp_path).items():
         monkeypatch.setenv(name, value)
     for name in [n for n in os.environ if n.startswith(("CLAUDE_", "CODEX_", "OPENCLAW_"))]:

@@ -19,7 +19,7 @@ import pytest
 from conftest import generate_state_dirs
 
 from monitor import replay as replay_module
-from monitor import replay_cache
+from monitor import replay_cache, replay_shards
 from monitor.config import Config, load_config
 from monitor.detect.engine import DetectionEngine
 from monitor.display import json_dumps
@@ -38,13 +38,13 @@ class ReadSpy:
 
     def __init__(self, monkeypatch) -> None:
         self.read: list[frozenset[str]] = []
-        real = replay_module.read_shard
+        real = replay_shards.read_shard
 
         def spy(what, config, engine_factory, sessions):
             self.read.append(sessions)
             return real(what, config, engine_factory, sessions)
 
-        monkeypatch.setattr(replay_module, "read_shard", spy)
+        monkeypatch.setattr(replay_shards, "read_shard", spy)
 
     def take(self) -> set[str]:
         sessions = set().union(*self.read) if self.read else set()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import GENERATED_BAD_TRANSCRIPTS
 
-from monitor import replay as replay_module
+from monitor import replay_shards
 from monitor.config import Config, load_config
 from monitor.detect.engine import DetectionEngine
 from monitor.display import json_dumps
@@ -49,7 +49,7 @@ def split(state_dir: Path, jobs: int) -> dict:
 
 @pytest.mark.parametrize("era", ["legacy", "sqlite"])
 def test_every_split_gives_the_one_process_document(generated_state_dirs, era, monkeypatch):
-    monkeypatch.setattr(replay_module, "BYTES_PER_JOB", 1)   # small dir: split it anyway
+    monkeypatch.setattr(replay_shards, "BYTES_PER_JOB", 1)   # small dir: split it anyway
     state_dir = generated_state_dirs / era
     reference = json_dumps(one_process(state_dir))
     document = json.loads(reference)
@@ -66,10 +66,10 @@ def test_every_split_gives_the_one_process_document(generated_state_dirs, era, m
 def test_a_budget_across_sessions_reads_in_one_shard(generated_state_dirs, monkeypatch):
     """An agent or nightly budget adds up tokens across sessions in reading order: the
     replay does not split, whatever ``--jobs`` says."""
-    monkeypatch.setattr(replay_module, "BYTES_PER_JOB", 1)
+    monkeypatch.setattr(replay_shards, "BYTES_PER_JOB", 1)
     shards: list = []
-    real_plan = replay_module._plan
-    monkeypatch.setattr(replay_module, "_plan",
+    real_plan = replay_shards.plan_shards
+    monkeypatch.setattr(replay_shards, "plan_shards",
                         lambda weights, jobs: shards.append(jobs) or real_plan(weights, jobs))
     config = load_config(None, env={"CLAWWATCH_BUDGETS__AGENT_TOKENS": "1000000"})
     what = ReplayInput(state_dir=str(generated_state_dirs / "legacy"))
@@ -127,7 +127,7 @@ class _FailingEngine(DetectionEngine):
 
 def test_records_the_engine_could_not_take_are_counted_in_the_document(
         generated_state_dirs, monkeypatch):
-    monkeypatch.setattr(replay_module, "BYTES_PER_JOB", 1)
+    monkeypatch.setattr(replay_shards, "BYTES_PER_JOB", 1)
     what = ReplayInput(state_dir=str(generated_state_dirs / "legacy"))
     documents = [replay(what, Config(), _FailingEngine, jobs) for jobs in (1, 2)]
     assert json_dumps(documents[0]) == json_dumps(documents[1])

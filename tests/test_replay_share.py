@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from monitor.replay import _share
+from monitor.replay_shards import _share
 
 REPO = Path(__file__).resolve().parent.parent
 

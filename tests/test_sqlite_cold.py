@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from monitor import replay as replay_module
+from monitor import replay_shards
 from monitor.config import Config
 from monitor.detect.engine import DetectionEngine
 from monitor.display import json_dumps
@@ -244,7 +244,7 @@ def test_replay_reads_cold_sessions_as_it_read_them_hot(generated, tmp_path, mon
     assert len(list((state / COLD_DIR).iterdir())) == storages["file"]
     listing = tree(state)
     assert normalised(one_process(state), state) == reference
-    monkeypatch.setattr(replay_module, "BYTES_PER_JOB", 1)
+    monkeypatch.setattr(replay_shards, "BYTES_PER_JOB", 1)
     what = ReplayInput(state_dir=str(state), log_path=str(state / "logs" / "openclaw.log"))
     for jobs in (1, 3):
         assert normalised(replay(what, Config(), DetectionEngine, jobs), state) == reference
