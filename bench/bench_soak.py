@@ -137,7 +137,7 @@ def pause_shift(sim, sessions, active: int, old: int, new: int) -> None:
     leaving, joining = members(old) - members(new), members(new) - members(old)
     for index in leaving:
         sessions[index].status = "done"
-        sim._index(sessions[index])
+        sim.writer.index(sessions[index])
     for index in joining:
         sessions[index].status = "running"
 
