@@ -8,6 +8,7 @@ redacting would not do: a secret halved by the cut could keep a start too short 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -16,6 +17,8 @@ from monitor.redaction.text import redact_text
 # Characters redacted past what a pane shows, so a secret that starts in view is masked
 # whole; the rest of a long text is never shown, so it is not redacted.
 REDACT_SLACK = 2000
+#: The longest text an output record keeps whole (``bounded_output``).
+OUTPUT_TEXT_CHARS = 4000
 #: The longest name or label kept from an index or a transcript (a model, a session's
 #: label): a pane shows far less, and every output would redact all of it, every time.
 KEPT_NAME_CHARS = 1000
@@ -65,6 +68,17 @@ def bounded(text: str | None, limit: int = KEPT_NAME_CHARS) -> str | None:
     if text is None or len(text) <= limit:
         return text
     return clip_redacted(text, limit)
+
+
+def bounded_output(text: str) -> str:
+    """``text`` as an output record keeps it: whole up to ``OUTPUT_TEXT_CHARS``, else its
+    start ``clip_redacted`` and a digest of the whole (two long ids stay two). A record's
+    texts are ids, names and messages, none near this long unless crafted, and redacting a
+    crafted megabyte takes seconds in every record that carries it."""
+    if len(text) <= OUTPUT_TEXT_CHARS:
+        return redact_text(text)
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8)
+    return clip_redacted(text, OUTPUT_TEXT_CHARS - 17) + digest.hexdigest()
 
 
 def format_arguments(arguments: Any) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from monitor.redaction.clipping import shown_start
+from monitor.redaction.clipping import OUTPUT_TEXT_CHARS, bounded_output, shown_start
 from monitor.redaction.rules import REDACTED, compiled_rules
 from monitor.redaction.text import may_hold_secret, redact_text
 
@@ -74,7 +74,8 @@ def redact_record(record: Any) -> Any:
     non-text values are kept (an output's shape never changes), save the names of a
     name → count map (``tools``), which are data: they are redacted, and the counts of names
     that redact alike added up. An argv list has the item after a secret flag masked.
-    Returns ``record`` itself when nothing changed.
+    A text longer than ``OUTPUT_TEXT_CHARS`` is kept as its redacted start and a digest
+    (``bounded_output``). Returns ``record`` itself when nothing changed.
 
     Most records hold nothing secret: their texts are gathered and looked at once, joined,
     and only a record that may hold a secret is walked again to mask it."""
@@ -90,12 +91,16 @@ def _gather_texts(value: Any, texts: list[str]) -> bool:
     (under a secret-named key, or after a secret flag in a list), so the record must be
     walked."""
     if isinstance(value, str):
+        if len(value) > OUTPUT_TEXT_CHARS:
+            return True
         texts.append(value)
     elif isinstance(value, dict):
         for key, item in value.items():
             if isinstance(item, str):
                 if isinstance(key, str) and _is_secret_key(key) and item != REDACTED \
                         and key not in _RECORD_FIELDS and (key, item) not in _PLAIN_FIELDS:
+                    return True
+                if len(item) > OUTPUT_TEXT_CHARS:
                     return True
                 texts.append(item)
             elif key in _COUNTS_BY_NAME and _is_counts(item):
@@ -106,7 +111,7 @@ def _gather_texts(value: Any, texts: list[str]) -> bool:
         flag = compiled_rules()["_SECRET_FLAG"]
         for item in value:
             if isinstance(item, str):
-                if len(item) < 64 and flag.match(item):
+                if (len(item) < 64 and flag.match(item)) or len(item) > OUTPUT_TEXT_CHARS:
                     return True
                 texts.append(item)
             elif _gather_texts(item, texts):
@@ -130,7 +135,7 @@ _secret_key_memo: dict[str, bool] = {}
 def _redacted_record(record: Any) -> Any:
     """``redact_record``'s walk: a copy with what may be secret masked."""
     if isinstance(record, str):
-        return redact_text(record)
+        return bounded_output(record)
     if isinstance(record, dict):
         changed = False
         out = {}
