@@ -39,6 +39,7 @@ from monitor.redaction import (
 
 SLICE_EVENTS = 4000             # events released per step while a backlog drains
 LOG_LINES = 1000
+LOG_MESSAGE_CHARS = 4000        # of a gateway-log line's message (the pane shows a line)
 TIMELINE_CALLS = 200
 ARGS_CHARS = 400
 OUTCOME_CHARS = 120
@@ -153,7 +154,8 @@ class SnapshotFeed:
         for seq, notice in self._unshown_log:
             self._shown_log.append(LogLine(seq, notice.ts, shown((notice.level or "?").upper(), 12),
                                            shown(notice.subsystem or ""),
-                                           printable(redact_text(notice.message),
+                                           printable(redacted_start(notice.message,
+                                                                    LOG_MESSAGE_CHARS),
                                                      keep_newlines=True)))
         self._unshown_log.clear()
         return self._shown_log

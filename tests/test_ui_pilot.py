@@ -23,6 +23,8 @@ from textual.notifications import Notify
 
 from monitor.act.api import ProcessInfo
 from monitor.demo.sim.scenarios import make_scenario
+from monitor.redaction import REDACT_SLACK
+from monitor.redaction import text as redaction_text
 from monitor.ui.messages import Rang
 from monitor.ui.panes.alerts import AlertsPane
 from monitor.ui.panes.board import SessionsBoard
@@ -30,7 +32,7 @@ from monitor.ui.panes.gatewaylog import LogView
 from monitor.ui.panes.side import StreaksPane
 from monitor.ui.panes.status import StatusLine
 from monitor.ui.screens.detail import DetailScreen, DetailSummary, TimelineTable
-from monitor.ui.screens.dialogs import ConfirmScreen, HelpScreen
+from monitor.ui.screens.dialogs import BODY_CHARS, ConfirmScreen, HelpScreen
 from monitor.ui.themes import REPO_THEMES
 
 SIZE = (160, 48)
@@ -525,3 +527,37 @@ def _with_alerts(**changes):
 
     config = scene_config()
     return dataclasses.replace(config, alerts=dataclasses.replace(config.alerts, **changes))
+
+
+async def test_a_session_key_of_200_kb_is_redacted_only_as_far_as_it_is_shown(
+        tmp_path, monkeypatch):
+    """A crafted key (flag-like text, the slowest to redact: seconds per megabyte, on every
+    render) ends in a token: the alerts show its redacted tail, the detail view its redacted
+    start, and no text the dashboard redacts is longer than a dialog's body."""
+    token = "ghp_" + "Bq7" * 12
+    key = "agent:main:" + "--x-token-" * 20_000 + ":" + token
+    longest = [0]
+    folded = redaction_text._folded
+
+    def measured(text: str) -> str:
+        longest[0] = max(longest[0], len(text))
+        return folded(text)
+
+    monkeypatch.setattr(redaction_text, "_folded", measured)
+    world = write_world("long-key", (("hammer", key, 25),), root=tmp_path)
+    try:
+        app = open_app(world)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            alerts = app.query_one(AlertsPane)
+            await wait_for(pilot, lambda: alerts.rows)
+            shown = [alerts.cell(key, "session")[0] for key, _ in alerts.rows]
+            await pilot.press("enter")
+            summary = app.screen.query_one(DetailSummary)
+            await wait_for(pilot, lambda: str(summary.content))
+            header = str(summary.content)
+    finally:
+        world.sim.close()
+    assert all(text.endswith("«redacted»") for text in shown), shown
+    assert header.startswith("agent:main:--x-token-") and token[-8:] not in header
+    assert longest[0] <= BODY_CHARS + REDACT_SLACK, longest[0]

@@ -29,6 +29,7 @@ from monitor.redaction.clipping import (
     format_arguments,
     redacted_cut,
     redacted_start,
+    redacted_tail,
     shown_start,
 )
 from monitor.redaction.rules import REDACTED, compiled_rules
@@ -56,6 +57,7 @@ __all__ = [
     "redact_text",
     "redacted_cut",
     "redacted_start",
+    "redacted_tail",
     "register_known_secret",
     "register_url_secrets",
     "shown_start",

@@ -44,6 +44,12 @@ def redacted_start(text: str, limit: int) -> str:
     return redact_text(text[:limit + REDACT_SLACK])
 
 
+def redacted_tail(text: str, limit: int) -> str:
+    """``redacted_start`` from the other end: ``text``'s last ``limit + REDACT_SLACK``
+    characters redacted (a view of its last ``limit`` shows where session keys differ)."""
+    return redact_text(text[-(limit + REDACT_SLACK):])
+
+
 def redacted_cut(text: str, limit: int) -> str:
     """``text`` redacted, then cut to ``limit`` characters, its whitespace kept: for a
     message that holds data (cut first, a secret the cut halves could escape its rule)."""

@@ -35,7 +35,7 @@ from monitor.act.api import ActionController, ActionResult
 from monitor.config import Config
 from monitor.display import printable
 from monitor.records import Record
-from monitor.redaction import redact_text
+from monitor.redaction import clip_redacted, redacted_start
 from monitor.snapshot import Snapshot
 from monitor.ui.actions import AlertsAndActions
 from monitor.ui.alerting import AlertBook, AlertMarks, CriticalBurst
@@ -56,6 +56,8 @@ from monitor.ui.theme_handling import ThemeHandling
 from monitor.ui.themes import DEFAULT_THEME
 from monitor.ui.view import ALERT_FILTERS, BOARD_FILTERS, LOG_FILTERS, SORTS, ViewState, cycle
 
+#: Characters of a toast shown (toasts carry session keys and messages from data).
+TOAST_CHARS = 1000
 MAIN_SCREEN_ACTIONS = frozenset({"search", "next_match", "previous_match", "clear_search",
                                  "filter", "source_filter", "sort", "detail"})
 
@@ -140,8 +142,8 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
         session keys, tool names and messages from data, which may hold secrets and must
         never be parsed as markup (``markup`` is accepted for Textual's signature and
         ignored)."""
-        super().notify(printable(redact_text(message), keep_newlines=True),
-                       title=printable(redact_text(title)), severity=severity,
+        super().notify(printable(redacted_start(message, TOAST_CHARS), keep_newlines=True),
+                       title=printable(clip_redacted(title, TOAST_CHARS)), severity=severity,
                        timeout=timeout, markup=False)
 
     # ------------------------------------------------------------------ layout
@@ -369,7 +371,7 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "ingest" and event.state == WorkerState.ERROR:
-            error = redact_text(f"reading stopped: {event.worker.error}")
+            error = redacted_start(f"reading stopped: {event.worker.error}", TOAST_CHARS)
             self.status_notes = (*self.status_notes, error)
             self.notify(error, severity="error", timeout=30)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from textual.reactive import var
 
-from monitor.redaction import redact_text
+from monitor.redaction import redacted_tail
 from monitor.snapshot import AlertEntry, Snapshot
 from monitor.ui.alerting import AlertMarks
 from monitor.ui.panes.base import FollowsOwnState, set_title
@@ -70,7 +70,7 @@ class AlertsPane(FollowsOwnState, RowsView):
         return ((" " if is_acked else "●", style), (clock_time(alert.ts), palette.muted),
                 (f"{LEVEL_GLYPH.get(alert.level, '')} {SHORT_LEVEL.get(alert.level, '')}",
                  style),
-                (_tail(redact_text(alert.session_key), 20), style), (what, style),
+                (_tail(redacted_tail(alert.session_key, 20), 20), style), (what, style),
                 (" ".join(alert.message.split()), style))
 
     def show(self, snapshot: Snapshot, view: ViewState, palette: Palette) -> None:

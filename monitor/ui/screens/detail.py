@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header
 
 from monitor.display import printable
-from monitor.redaction import redact_text
+from monitor.redaction import clip_redacted
 from monitor.snapshot import Snapshot, TimelineEntry
 from monitor.ui.panes.base import PaneStatic, set_title
 from monitor.ui.panes.rows import RowsView
@@ -26,6 +26,10 @@ COLUMNS = (("n", "#", 4), ("time", "Time", 8), ("tool", "Tool", 9), ("args", "Ar
            ("marks", "Streak marks", 18), ("usage", "In/out", 11))
 
 
+#: Characters of the session key the summary shows (a crafted key can be megabytes).
+KEY_CHARS = 1000
+
+
 class DetailSummary(PaneStatic):
     DEFAULT_CLASSES = "pane"
 
@@ -36,7 +40,7 @@ class DetailSummary(PaneStatic):
             self.put(Text("the session is no longer on the board", style=palette.muted))
             return
         text = Text()
-        text.append(printable(redact_text(row.key)),
+        text.append(printable(clip_redacted(row.key, KEY_CHARS)),
                     style=palette.style("text-primary", bold=True))
         text.append(f"  {row.state}", style=palette.state(row.state))
         text.append(printable(

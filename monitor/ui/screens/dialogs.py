@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from monitor.display import printable
-from monitor.redaction import redact_text
+from monitor.redaction import clip_redacted, redacted_start
 from monitor.ui.text import plain
 
 HELP_KEYS = (
@@ -36,6 +36,11 @@ HELP_KEYS = (
 )
 
 
+#: Characters of a dialog's title and body shown (they carry session keys and commands).
+TITLE_CHARS = 200
+BODY_CHARS = 20_000
+
+
 class ConfirmScreen(ModalScreen[bool]):
     """Yes/no for an action; ``y``/Enter confirm, ``n``/Esc cancel.
 
@@ -49,9 +54,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def __init__(self, title: str, body: str | Text, confirm_label: str = "Yes") -> None:
         super().__init__()
-        self.title_text = plain(redact_text(title))
-        self.body = body if isinstance(body, Text) else Text(printable(redact_text(body),
-                                                                     keep_newlines=True))
+        self.title_text = plain(clip_redacted(title, TITLE_CHARS))
+        self.body = body if isinstance(body, Text) else Text(
+            printable(redacted_start(body, BODY_CHARS), keep_newlines=True))
         self.confirm_label = confirm_label
         self.cancel_button = Button("Cancel (n)", variant="primary", id="no")
         """Focused when the dialog opens: Enter alone cancels."""
