@@ -105,22 +105,29 @@ async def test_enter_opens_the_timeline_with_secrets_redacted(scene):
         assert not isinstance(app.screen, DetailScreen)
 
 
+async def shown_keys(world) -> tuple[list[str], str, str]:
+    """Where the dashboard shows the session key of ``world``'s one looping session: the
+    alerts' session cells, the board's, and the detail view's summary."""
+    app = open_app(world)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        alerts = app.query_one(AlertsPane)
+        await wait_for(pilot, lambda: alerts.rows)
+        in_alerts = [alerts.cell(key, "session")[0] for key, _ in alerts.rows]
+        on_board = app.query_one(SessionsBoard).cell(app.view.selected, "session")[0]
+        await pilot.press("enter")
+        summary = app.screen.query_one(DetailSummary)
+        await wait_for(pilot, lambda: str(summary.content))
+        return in_alerts, on_board, str(summary.content)
+
+
 async def test_a_session_key_holding_a_token_is_shown_redacted(tmp_path):
     token = "ghp_" + "Bq7" * 12
     world = write_world("token-key", (("hammer", f"agent:main:hook:{token}", 25),),
                         root=tmp_path)
     try:
-        app = open_app(world)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            alerts = app.query_one(AlertsPane)
-            await wait_for(pilot, lambda: alerts.rows)
-            shown = [alerts.cell(key, "session")[0] for key, _ in alerts.rows]
-            shown.append(app.query_one(SessionsBoard).cell(app.view.selected, "session")[0])
-            await pilot.press("enter")
-            summary = app.screen.query_one(DetailSummary)
-            await wait_for(pilot, lambda: str(summary.content))
-            shown.append(str(summary.content))
+        in_alerts, on_board, header = await shown_keys(world)
+        shown = [*in_alerts, on_board, header]
         assert all("«redacted»" in text and token[-8:] not in text for text in shown), shown
     finally:
         world.sim.close()
@@ -546,18 +553,9 @@ async def test_a_session_key_of_200_kb_is_redacted_only_as_far_as_it_is_shown(
     monkeypatch.setattr(redaction_text, "_folded", measured)
     world = write_world("long-key", (("hammer", key, 25),), root=tmp_path)
     try:
-        app = open_app(world)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            alerts = app.query_one(AlertsPane)
-            await wait_for(pilot, lambda: alerts.rows)
-            shown = [alerts.cell(key, "session")[0] for key, _ in alerts.rows]
-            await pilot.press("enter")
-            summary = app.screen.query_one(DetailSummary)
-            await wait_for(pilot, lambda: str(summary.content))
-            header = str(summary.content)
+        in_alerts, _, header = await shown_keys(world)
     finally:
         world.sim.close()
-    assert all(text.endswith("«redacted»") for text in shown), shown
+    assert all(text.endswith("«redacted»") for text in in_alerts), in_alerts
     assert header.startswith("agent:main:--x-token-") and token[-8:] not in header
     assert longest[0] <= BODY_CHARS + REDACT_SLACK, longest[0]
