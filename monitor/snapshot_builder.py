@@ -27,7 +27,7 @@ from monitor.records import (
     Record,
     redacted,
 )
-from monitor.redaction import clip, redact_text
+from monitor.redaction import bounded_output, clip
 from monitor.snapshot import (
     AlertEntry,
     BoardRow,
@@ -84,7 +84,7 @@ def _shown_pair(pair: PingPongPair) -> PingPongPair:
 def _shown_finding(finding: Finding) -> Finding:
     """``finding`` with its message and tool redacted (messages name the tool), for the
     detail view's latest finding."""
-    return replace(finding, message=redact_text(finding.message),
+    return replace(finding, message=bounded_output(finding.message),
                    tool=None if finding.tool is None else shown(finding.tool))
 
 
@@ -165,7 +165,7 @@ class SnapshotBuilder:
         for finding, state in found[-ALERTS_KEPT:]:
             self._alert("finding", finding.level, state.key or finding.session_key,
                         state.session_id, finding.detector, finding.count, finding.tool,
-                        redact_text(finding.message), finding.ts, history=True)
+                        bounded_output(finding.message), finding.ts, history=True)
         self.scanning = False
 
     # ------------------------------------------------------------- building

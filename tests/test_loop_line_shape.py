@@ -152,3 +152,16 @@ def test_a_tool_name_or_later_text_cannot_attribute_a_loop_line_to_another_sessi
         records += as_json_list(monitor.step())
     findings = [(r["key"], r["level"]) for r in records if r["type"] == "finding"]
     assert findings and {key for key, _ in findings} == {"agent:main:attacker"}, findings
+
+
+def test_a_loop_line_with_a_megabyte_key_and_text_gives_a_bounded_message():
+    """The finding's message names the session and quotes the line's text, both from data:
+    a crafted key and text of 1 MB each are cut (redacted first) to what a pane shows."""
+    key = "agent:main:" + "--x-token-" * 100_000
+    forged = FORGED.replace(VICTIM, key)
+    [finding] = findings_of([record("diagnostic", forged + ' message="CRITICAL: '
+                                    + "--x-token-" * 100_000 + '"')])
+    assert finding.session_key == key
+    assert len(finding.message) < 1400, len(finding.message)
+    assert finding.message.startswith("OpenClaw generic_repeat critical: tool=exec count=10 "
+                                      "session=agent:main:--x-token-")

@@ -155,9 +155,9 @@ def parse_loop_line(message: str) -> LoopLine | None:
 def loop_finding_message(line: LoopLine, session: str) -> str:
     """A ``gateway_loop_notice`` finding's message: OpenClaw's parsed fields, then its own
     text (secrets masked, clipped), never the raw log line."""
-    from monitor.redaction import clip, redact_text
+    from monitor.redaction import bounded, clip_redacted
 
-    head = (f"OpenClaw {line.detector} {line.level}: tool={line.tool or '-'} "
-            f"count={line.count} session={session or '-'}")
-    text = clip(redact_text(line.text), 200) if line.text else ""
+    head = (f"OpenClaw {line.detector} {line.level}: tool={bounded(line.tool) or '-'} "
+            f"count={line.count} session={bounded(session) or '-'}")
+    text = clip_redacted(line.text, 200) if line.text else ""
     return f"{head}: {text}" if text else head
