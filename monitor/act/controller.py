@@ -41,8 +41,9 @@ from monitor.act.gateway_errors import (
     GatewaySetupError,
     redact,
 )
+from monitor.act.left_alone import conflicts_text, left_alone
 from monitor.act.runs import RunTracker, ident
-from monitor.redaction import clip_redacted, register_known_secret, register_url_secrets
+from monitor.redaction import register_known_secret, register_url_secrets
 
 CONFIRM_SECONDS = 2.0
 ATTRIBUTION_WAIT_SECONDS = 3.0   # a transcript row can land after its exec shell started
@@ -243,7 +244,7 @@ class GatewayActionController:
                                          reasons=verdict.reasons,
                                          more_reasons=verdict.more_reasons))
             elif verdict.ambiguous and verdict.names(session_key):
-                ambiguous.append(_ambiguous(shell, verdict.reasons, verdict.more_reasons))
+                ambiguous.append(left_alone(shell, verdict.reasons, verdict.more_reasons))
         return owned + ambiguous
 
     def kill(self, session_key: str, *, trigger: str | None = None,
@@ -270,12 +271,12 @@ class GatewayActionController:
                 # the evidence read after the abort names another session: hands off
                 del shells[shell.pid]
                 snapshots.pop(shell.pid, None)
-                ambiguous[(shell.pid, shell.create_time)] = _ambiguous(
+                ambiguous[(shell.pid, shell.create_time)] = left_alone(
                     shell, (f"before the abort the evidence named only {session_key}",
                            *verdict.reasons), verdict.more_reasons)
             elif verdict.ambiguous and verdict.names(session_key):
                 ambiguous.setdefault((shell.pid, shell.create_time),
-                                     _ambiguous(shell, verdict.reasons,
+                                     left_alone(shell, verdict.reasons,
                                                 verdict.more_reasons))
         outcomes = []
         for shell in shells.values():
@@ -295,7 +296,7 @@ class GatewayActionController:
                                  f"{killed} killed by clawwatch"]
         if ambiguous:
             parts.append(f"{len(ambiguous)} exec shell(s) left alone, the evidence conflicts: "
-                         + _conflicts(list(ambiguous.values())))
+                         + conflicts_text(list(ambiguous.values())))
         if not shells and unproven:
             parts.append(f"{unproven} exec shell(s) of gateway pid {gateway.pid} not proven to "
                          "be this session's, left alone")
@@ -315,7 +316,7 @@ class GatewayActionController:
             return [], 0, {}
         attributed = self.attributed_shells(gateway)
         owned = [shell for shell, verdict in attributed if verdict.owner == session_key]
-        ambiguous = {(shell.pid, shell.create_time): _ambiguous(shell, verdict.reasons,
+        ambiguous = {(shell.pid, shell.create_time): left_alone(shell, verdict.reasons,
                                                                 verdict.more_reasons)
                      for shell, verdict in attributed
                      if verdict.ambiguous and verdict.names(session_key)}
@@ -353,29 +354,6 @@ class GatewayActionController:
         self.tracker.end_waits()
 
 
-def _ambiguous(shell: pt.ExecShell, reasons: tuple[str, ...], more: int) -> ProcessInfo:
-    """A shell left alone, with the reasons shown and how many more there are."""
-    counted = f"; and {more} more" if more else ""
-    return ProcessInfo(shell.pid, shell.create_time, shell.command, None,
-                       "ambiguous: " + "; ".join(reasons) + counted, ambiguous=True,
-                       reasons=reasons, more_reasons=more)
-
-
-def _conflicts(infos: list[ProcessInfo]) -> str:
-    """The shells left alone for the kill's one line: the first ``SHOWN_RUNS``, each with
-    its first ``SHOWN_CONFLICT_REASONS`` reasons, and counts of the rest."""
-    shown = []
-    for info in infos[:SHOWN_RUNS]:
-        reasons = list(info.reasons[:SHOWN_CONFLICT_REASONS])
-        more = len(info.reasons) - len(reasons) + info.more_reasons
-        if more:
-            reasons.append(f"and {more} more pieces of evidence")
-        shown.append(f"pid {info.pid} ({clip_redacted(info.command, 60)}): "
-                     + " | ".join(reasons))
-    more_shells = len(infos) - SHOWN_RUNS
-    return "; ".join(shown) + (f"; and {more_shells} more shells" if more_shells > 0 else "")
-
-
 def _run_ids(payload: dict) -> list[str]:
     """The runs an abort's answer names (``runIds``, ``abortedRunId``) as text, cut as the
     tracker cuts the ids of its events; a ``runIds`` that is no array names none."""
@@ -387,8 +365,6 @@ def _run_ids(payload: dict) -> list[str]:
 
 
 SHOWN_RUNS = 5
-#: Reasons of a shell left alone that the kill's one line shows.
-SHOWN_CONFLICT_REASONS = 2
 
 
 def _listed(texts: list[str]) -> str:

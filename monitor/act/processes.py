@@ -132,9 +132,9 @@ def _below_any(proc: psutil.Process, others: list[psutil.Process]) -> bool:
 def find_gateway(*, pid: int | None = None, url: str | None = None,
                  state_dir: str | None = None) -> psutil.Process | None:
     """The gateway process: ``pid`` when given (and alive), else the ``openclaw-gateway``
-    process of this user; with several, the one listening on ``url``'s port, else the one
-    whose ``$OPENCLAW_STATE_DIR`` is ``state_dir``. One titled so below another is not a
-    gateway: an agent's command can take the title (``exec -a``), and the environment."""
+    process of this user not below another (an agent's command can take the title and
+    inherits the environment); with several, the one listening on ``url``'s port, else the
+    one whose ``$OPENCLAW_STATE_DIR`` is ``state_dir``."""
     if pid:
         try:
             proc = psutil.Process(pid)
