@@ -10,7 +10,10 @@ the ratio replay/floor are printed. CPU time and the largest process's peak RSS 
 ``wait4``; the whole tree's peak memory is sampled (summed PSS).
 
     .venv/bin/python bench/bench_read_floor.py [--dir /tmp/clawwatch-bench] [--runs 3]
-        [--eras sqlite,legacy] [--results FILE]
+        [--eras sqlite,legacy] [--results FILE] [--breakdown]
+
+``--breakdown`` also times the replay with every detector off (``reading``) in the same
+rounds: how far reading, decoding, typing and counting alone are from the floor.
 
 The dirs are ``bench/gen_large_state.py``'s (one per era, same content).
 """
@@ -64,12 +67,17 @@ def read_floor_legacy(state_dir: Path) -> dict[str, int]:
 FLOORS = {"sqlite": read_floor_sqlite, "legacy": read_floor_legacy}
 
 
-def bench_era(era: str, state_dir: Path, runs: int, out_dir: Path) -> dict:
+def bench_era(era: str, state_dir: Path, runs: int, out_dir: Path,
+              breakdown: bool = False) -> dict:
     commands = {
         "replay": [sys.executable, "-m", "monitor", "replay", "--state-dir", str(state_dir),
                    "--json", "--no-cache"],
         "floor": [sys.executable, __file__, "--floor", era, str(state_dir)],
     }
+    if breakdown:
+        no_detectors = out_dir / "no-detectors.yaml"
+        no_detectors.write_text("detection:\n  enabled: false\n")
+        commands["reading"] = [*commands["replay"], "--config", str(no_detectors)]
     results: dict[str, list[dict]] = {name: [] for name in commands}
     for round_number in range(runs + 1):
         for name, command in commands.items():
@@ -79,11 +87,17 @@ def bench_era(era: str, state_dir: Path, runs: int, out_dir: Path) -> dict:
     floor_counts = json.loads((out_dir / f"{era}-floor.out").read_text())
     replay = median_of(results["replay"])
     floor = median_of(results["floor"])
-    return {"era": era, "dir": str(state_dir), "floor_counts": floor_counts,
-            "replay": replay, "floor": floor,
-            "replay_spread": spread(results["replay"]), "floor_spread": spread(results["floor"]),
-            "ratio_wall": replay["wall"] / floor["wall"],
-            "ratio_cpu": replay["cpu"] / floor["cpu"]}
+    summary = {"era": era, "dir": str(state_dir), "floor_counts": floor_counts,
+               "replay": replay, "floor": floor,
+               "replay_spread": spread(results["replay"]),
+               "floor_spread": spread(results["floor"]),
+               "ratio_wall": replay["wall"] / floor["wall"],
+               "ratio_cpu": replay["cpu"] / floor["cpu"]}
+    if breakdown:
+        reading = median_of(results["reading"])
+        summary.update(reading=reading, reading_spread=spread(results["reading"]),
+                       reading_ratio_wall=reading["wall"] / floor["wall"])
+    return summary
 
 
 def print_era(summary: dict) -> None:
@@ -91,13 +105,19 @@ def print_era(summary: dict) -> None:
     counts = summary["floor_counts"]
     print(f"{summary['era']}: {summary['dir']} ({counts['rows']:,} rows, "
           f"{counts['bytes'] / 1e6:,.0f} MB of event text)")
-    for name, figures, spread_of in (("replay", replay, summary["replay_spread"]),
-                                     ("floor", floor, summary["floor_spread"])):
+    rows = [("replay", replay, summary["replay_spread"]),
+            ("floor", floor, summary["floor_spread"])]
+    if "reading" in summary:
+        rows.append(("reading", summary["reading"], summary["reading_spread"]))
+    for name, figures, spread_of in rows:
         print(f"  {name:7} wall {figures['wall']:7.2f} s (spread {spread_of:4.0%})  "
               f"cpu {figures['cpu']:7.2f} s  peak RSS {figures['rss_mb']:6.0f} MB, "
               f"whole tree {figures['tree_mb']:6.0f} MB")
     print(f"  replay / floor: {summary['ratio_wall']:.1f}x wall, "
           f"{summary['ratio_cpu']:.1f}x cpu")
+    if "reading" in summary:
+        print(f"  reading (every detector off) / floor: "
+              f"{summary['reading_ratio_wall']:.1f}x wall")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--eras", default="sqlite,legacy")
     parser.add_argument("--results", help="write the figures as JSON here")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time the replay with every detector off (`reading`)")
     parser.add_argument("--floor", nargs=2, metavar=("ERA", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.floor:
@@ -129,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(exist_ok=True)
     summaries = []
     for era in eras:
-        summary = bench_era(era, root / era, args.runs, out_dir)
+        summary = bench_era(era, root / era, args.runs, out_dir, args.breakdown)
         print_era(summary)
         summaries.append(summary)
     if args.results:
