@@ -18,11 +18,16 @@ class UnitTally:
     def __init__(self, sources: list) -> None:
         self._sources = sorted(sources, key=lambda s: len(s.path), reverse=True)
         self._ids = {id(s): source_id(s) for s in sources}
+        #: Sources whose path no other source's path extends: an origin under one of them
+        #: is that source's, so the source of the event before can be taken again.
+        self._outermost = {id(s) for s in sources if not any(
+            other is not s and other.path.startswith(s.path) for other in sources)}
         #: session_id -> source_id -> [events, errors, samples]
         self.units: dict[str, dict[str, list]] = {}
         self.unplaced = 0
 
     def add(self, events: list) -> None:
+        last = None                 # the source of the event before, when outermost
         for event in events:
             if isinstance(event, SourceError):
                 if not event.shared:        # counted by the main process, not here
@@ -36,7 +41,13 @@ class UnitTally:
                     self._count(event.session_id, source, 0)
             else:
                 sid = getattr(event, "session_id", None)
-                source = self._source_of(getattr(event, "origin", ""))
+                origin = getattr(event, "origin", "")
+                if last is not None and origin.startswith(last.path):
+                    source = last
+                else:
+                    source = self._source_of(origin)
+                    last = source if source is not None and id(source) in self._outermost \
+                        else None
                 if sid and source is not None:
                     self._count(sid, source, 0)
                 else:
@@ -73,8 +84,13 @@ class UnitTally:
         del samples[ERROR_SAMPLES_KEPT:]
 
     def _count(self, session_id: str, source, kind: int) -> list:
-        unit = self.units.setdefault(session_id, {}).setdefault(self._ids[id(source)],
-                                                                [0, 0, []])
+        of_session = self.units.get(session_id)
+        if of_session is None:
+            of_session = self.units[session_id] = {}
+        name = self._ids[id(source)]
+        unit = of_session.get(name)
+        if unit is None:
+            unit = of_session[name] = [0, 0, []]
         unit[kind] += 1
         return unit
 
