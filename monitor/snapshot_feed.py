@@ -33,6 +33,7 @@ from monitor.redaction import (
     format_arguments,
     redact,
     redact_text,
+    redacted_cut,
     redacted_start,
     shown_start,
 )
@@ -154,8 +155,8 @@ class SnapshotFeed:
         for seq, notice in self._unshown_log:
             self._shown_log.append(LogLine(seq, notice.ts, shown((notice.level or "?").upper(), 12),
                                            shown(notice.subsystem or ""),
-                                           printable(redacted_start(notice.message,
-                                                                    LOG_MESSAGE_CHARS),
+                                           printable(redacted_cut(notice.message,
+                                                                  LOG_MESSAGE_CHARS),
                                                      keep_newlines=True)))
         self._unshown_log.clear()
         return self._shown_log

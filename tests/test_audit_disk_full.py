@@ -56,7 +56,7 @@ def test_an_entry_cut_short_by_a_full_disk_is_reported_and_costs_only_itself(ful
     audit = AuditLog(str(full_disk / "clawwatch" / "audit.jsonl"))
     assert audit.append({"event": "attempt", "key": "agent:main:a", "n": 0})
     fill(full_disk / "filler")
-    big = {"event": "result", "key": "agent:main:a", "detail": "x" * 5000}
+    big = {"event": "result", "key": "agent:main:a", "detail": "x" * 3000, "error": "y" * 3000}
     assert audit.append(big) is False
     assert "of an entry written (is the disk full?)" in audit.last_error
     assert audit.append({"event": "result", "n": 2}) is False

@@ -16,7 +16,7 @@ from test_ui_scenes import run_first_scan, write_world
 from monitor.detect.engine import DetectionEngine
 from monitor.events import GatewayNotice, ToolCall, ToolResult
 from monitor.pipeline import Monitor
-from monitor.redaction import redacted_start
+from monitor.redaction import redacted_cut
 from monitor.session_state import SessionState
 from monitor.snapshot import BoardRow
 from monitor.snapshot_builder import (
@@ -134,11 +134,10 @@ def test_the_log_tail_is_made_shown_only_for_the_lines_it_keeps(monkeypatch):
     redacted = []
 
     def counting_redact(text, limit):
-        if limit == snapshot_feed.LOG_MESSAGE_CHARS:        # a line's message, not its level
-            redacted.append(text)
-        return redacted_start(text, limit)
+        redacted.append(text)
+        return redacted_cut(text, limit)
 
-    monkeypatch.setattr(snapshot_feed, "redacted_start", counting_redact)
+    monkeypatch.setattr(snapshot_feed, "redacted_cut", counting_redact)
     secret = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6"
     notices = [GatewayNotice("info", "gw", f"line {n}", float(n)) for n in range(LOG_LINES * 3)]
     notices[-1] = GatewayNotice("warn", "gw", f"\x1b]0;pwned\x07token {secret}", 1.0)

@@ -35,7 +35,7 @@ from monitor.act.api import ActionController, ActionResult
 from monitor.config import Config
 from monitor.display import printable
 from monitor.records import Record
-from monitor.redaction import clip_redacted, redacted_start
+from monitor.redaction import clip_redacted, redacted_cut
 from monitor.snapshot import Snapshot
 from monitor.ui.actions import AlertsAndActions
 from monitor.ui.alerting import AlertBook, AlertMarks, CriticalBurst
@@ -142,7 +142,7 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
         session keys, tool names and messages from data, which may hold secrets and must
         never be parsed as markup (``markup`` is accepted for Textual's signature and
         ignored)."""
-        super().notify(printable(redacted_start(message, TOAST_CHARS), keep_newlines=True),
+        super().notify(printable(redacted_cut(message, TOAST_CHARS), keep_newlines=True),
                        title=printable(clip_redacted(title, TOAST_CHARS)), severity=severity,
                        timeout=timeout, markup=False)
 
@@ -371,7 +371,7 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "ingest" and event.state == WorkerState.ERROR:
-            error = redacted_start(f"reading stopped: {event.worker.error}", TOAST_CHARS)
+            error = redacted_cut(f"reading stopped: {event.worker.error}", TOAST_CHARS)
             self.status_notes = (*self.status_notes, error)
             self.notify(error, severity="error", timeout=30)
 

@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from monitor.display import printable
-from monitor.redaction import clip_redacted, redacted_start
+from monitor.redaction import clip_redacted, redacted_cut
 from monitor.ui.text import plain
 
 HELP_KEYS = (
@@ -56,7 +56,7 @@ class ConfirmScreen(ModalScreen[bool]):
         super().__init__()
         self.title_text = plain(clip_redacted(title, TITLE_CHARS))
         self.body = body if isinstance(body, Text) else Text(
-            printable(redacted_start(body, BODY_CHARS), keep_newlines=True))
+            printable(redacted_cut(body, BODY_CHARS), keep_newlines=True))
         self.confirm_label = confirm_label
         self.cancel_button = Button("Cancel (n)", variant="primary", id="no")
         """Focused when the dialog opens: Enter alone cancels."""
