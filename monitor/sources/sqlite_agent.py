@@ -162,14 +162,15 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, UnreadSessions, Ev
         return out + pending
 
     def transcript_units(self) -> dict[str, tuple[int, list]]:
-        """Per session id: its rows' stored bytes (``length()`` reads no blob), and what
+        """Per session id: its rows' stored bytes (a blob's ``length()`` reads no content; a
+        text is measured as a blob, since its ``length()`` counts characters), and what
         identifies them now (the database file, their count, highest seq and rowid)."""
         if self._conn is None or not {"session_id", "seq", "event_json"} <= self._columns.get(
                 "transcript_events", set()):
             return {}
         zstd = " + coalesce(length(event_zstd), 0)" if "event_zstd" in self._columns[
             "transcript_events"] else ""
-        weight = f"sum(coalesce(length(event_json), 0){zstd})"
+        weight = f"sum(coalesce(length(CAST(event_json AS BLOB)), 0){zstd})"
         database = [self.path, *(self._identity or ())]
         units: dict[str, tuple[int, list]] = {}
         try:
