@@ -254,7 +254,7 @@ def test_the_new_shapes_are_redacted_as_far_as_they_are_shown(text):
 
 
 @pytest.mark.parametrize("piece", ["token_", "_key-", "DB_PASSWORD_", "://:", "_PASS",
-                                   "DB_PASS_", "a-pass1"])
+                                   "DB_PASS_", "a-pass1", "--x-token-", "a-pass-"])
 def test_names_with_more_after_the_secret_word_are_found_in_linear_time(piece):
     # each secret word looks at most 40 name characters ahead: a scan to the text's end from
     # every one of them would take minutes here

@@ -57,7 +57,7 @@ _QUANTITY = (r"(?:count|limit|budget|usage|used|total|max|min|remaining|length|l
 # ``GITHUB_TOKEN_RO``, ``SECRET_KEY_BASE``, ``OPENAI_API_KEY_2``): a ``_`` / ``-`` or a digit
 # starts it, so ``tokens=12`` is no secret; no ``.``, so neither is a file name
 # (``token_store.py:12:``).
-_NAME_TAIL = r"(?:[_-](?!" + _QUANTITY + r")|(?=\d))[\w-]{0,40}"
+_NAME_TAIL = r"(?:[_-](?!" + _QUANTITY + r")|(?=\d))[\w-]{0,40}+"
 # Words that, right after ``pass``, name a setting about the password rather than the
 # password itself: ``TEST_PASS_RATE=0.9``, ``DB_PASS_FILE=/run/secrets/db`` (a path, as
 # docker's ``*_FILE`` secrets), ``SMTP_PASS_TYPE=plain``, ``X-Pass-Through: 1``.
@@ -148,9 +148,11 @@ _RULE_SOURCES = (
     (r"\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}", REDACTED, ("pmak-",)),  # postman
     (r"AGE-SECRET-KEY-1[0-9A-Z]{58}", REDACTED, ("age-secret-key-1",)),  # age
     (r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", REDACTED, ("eyj",)),
-    # ``--token x`` / ``--password=x`` / ``-u user:pass`` (curl, wget --user).
-    (r"(?i)(--?" + _FLAG_NAME + r"(?:=|\s+)\\?[\"']?)" + _QVALUE, r"\1" + REDACTED,
-     _FLAG_MARKERS),
+    # ``--token x`` / ``--password=x`` / ``-u user:pass`` (curl, wget --user). The look-ahead
+    # (a name of at most 51 characters, then ``=`` or a space) is what every match has: it
+    # turns down a dash in a long run of name characters without trying every name in it.
+    (r"(?i)(--?(?=[\w-]{0,60}+[=\s])" + _FLAG_NAME + r"(?:=|\s+)\\?[\"']?)" + _QVALUE,
+     r"\1" + REDACTED, _FLAG_MARKERS),
     (r"((?:^|\s)(?:-u|--user|--proxy-user)(?:=|\s*)\\?[\"']?[^\s:\"'\\]{0,64}:)" + _VALUE,
      r"\1" + REDACTED, ("-u",)),
     # argv pairs in a printed list: ``["--token", "x"]``, ``['-u', 'user:pass']``.
