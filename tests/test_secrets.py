@@ -18,7 +18,7 @@ from unittest import mock
 
 import pytest
 from hostile_world import log_line
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_act_webhooks import Receiver
 
@@ -528,3 +528,45 @@ def test_stop_through_a_gateway_url_with_userinfo_echoes_no_password(tmp_path, c
         assert leaks(out + err) == []
     audit = (tmp_path / "xdg" / "clawwatch" / "audit.jsonl").read_text()
     assert '"result"' in audit and leaks(audit) == []
+
+
+def _redact_every_item(value, limit):
+    """``redact(value, limit)`` walking every item: what a view showed before it stopped at
+    the items a view can show."""
+    if isinstance(value, dict):
+        return {redact(k, limit): REDACTED if structured._SECRET_KEY.search(k)
+                and not isinstance(v, (dict, list)) else _redact_every_item(v, limit)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return structured._redact_list(value, lambda item: _redact_every_item(item, limit))
+    return redact(value, limit)
+
+
+ARGUMENT_KEYS = st.sampled_from(["a", "b", "token", "--token", "zz", "ghp_" + "Bq7" * 12,
+                                 "k", "cmd", "x_api_key"])
+ARGUMENTS = st.recursive(
+    st.one_of(st.integers(0, 99), st.sampled_from(["ls", "--token", "v", "sk-" + "a" * 24])),
+    lambda inner: st.one_of(st.lists(inner, max_size=12),
+                            st.dictionaries(ARGUMENT_KEYS, inner, max_size=9)),
+    max_leaves=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(ARGUMENT_KEYS, ARGUMENTS, max_size=9), st.integers(1, 12))
+@example({"a": {"z1": 0, "z2": 0, "z3": 0, "z4": 0, "z5": 0, "z6": 0, "b": 0}}, 6)
+def test_a_view_of_arguments_is_the_same_when_only_the_items_it_can_show_are_redacted(
+        arguments, limit):
+    shown = clipping.clip(clipping.format_arguments(redact(arguments, limit)), limit)
+    every = clipping.clip(clipping.format_arguments(_redact_every_item(arguments, limit)),
+                          limit)
+    assert shown == every
+
+
+def test_a_view_redacts_only_the_items_it_can_show():
+    """The dashboard's timeline redacted all 200,000 keys of a call's arguments for a
+    column of 400 characters (a minute for twenty such calls)."""
+    arguments = {"nested": {f"n{i:06}": i for i in range(200_000, 0, -1)},
+                 **{f"k{i}--x-token-": i for i in range(200_000)}}
+    shown = redact(arguments, 400)
+    assert len(shown) == 400 and list(shown)[:2] == ["nested", "k0--x-token-"]
+    assert list(shown["nested"])[:2] == ["n000001", "n000002"] and len(shown["nested"]) == 400

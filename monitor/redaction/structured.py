@@ -11,6 +11,7 @@ the names of a name → count map, which are data.
 from __future__ import annotations
 
 import re
+from itertools import islice
 from typing import Any
 
 from monitor.redaction.clipping import OUTPUT_TEXT_CHARS, bounded_output, shown_start
@@ -50,17 +51,26 @@ def _redact_list(items, redact_item) -> list:
     return out
 
 
-def redact(value: Any, limit: int | None = None) -> Any:
+def redact(value: Any, limit: int | None = None, *, nested: bool = False) -> Any:
     """A copy of ``value`` (JSON-like) with secret-named keys' values and secret-looking text,
-    keys included (a tool's arguments are named by the model), masked. With ``limit``, each
-    text is cut to its ``shown_start`` first (for display only)."""
+    keys included (a tool's arguments are named by the model), masked.
+
+    With ``limit`` (for display only, as ``format_arguments`` shows it), each text is cut
+    to its ``shown_start`` first, and a dict or list to its first ``limit`` items: each
+    shows at least a character and a separator, so no more can reach a view of ``limit``
+    characters (a nested dict's first by key, the order its JSON shows them in)."""
     if isinstance(value, dict):
+        items: Any = value.items()
+        if limit is not None and len(value) > limit:
+            keys = sorted(value, key=str)[:limit] if nested else islice(value, limit)
+            items = [(key, value[key]) for key in keys]
         return {redact(k, limit): REDACTED if isinstance(k, str) and _SECRET_KEY.search(k)
                 and not isinstance(v, (dict, list)) and (k, v) not in _PLAIN_FIELDS
-                else redact(v, limit)
-                for k, v in value.items()}
+                else redact(v, limit, nested=True)
+                for k, v in items}
     if isinstance(value, list):
-        return _redact_list(value, lambda item: redact(item, limit))
+        shown = value if limit is None else value[:limit]
+        return _redact_list(shown, lambda item: redact(item, limit, nested=True))
     if isinstance(value, str):
         return redact_text(value if limit is None else shown_start(value, limit))
     return value
