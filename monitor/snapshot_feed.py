@@ -137,6 +137,9 @@ class SnapshotFeed:
         #: ``(session_id, call_id) -> (timeline, call, result text)`` until the engine keys it.
         self._awaiting_key: dict[tuple[str, str], tuple[_Timeline, _Call, str]] = {}
         self.pending: deque = deque()
+        #: Calls numbered below this are only counted, never shown (``load_history`` knows
+        #: how many of a session's calls it can keep; making each shown is redacting it).
+        self.shown_from = 0
         #: ``is_history(event)``: the monitor counts it without detecting on it (set by the
         #: snapshot builder); such calls get no timeline entry until ``load_history``.
         self.is_history: Callable[[object], bool] | None = None
@@ -202,6 +205,8 @@ class SnapshotFeed:
         elif isinstance(event, ToolCall):
             line = self._timeline(event.session_id)
             line.count += 1
+            if line.count < self.shown_from:
+                return
             if self.is_history is not None and self.is_history(event):
                 line.unread += 1
                 line.usage = None
@@ -249,6 +254,7 @@ class SnapshotFeed:
             return
         reader = self.inner.session_reader(session_id)
         loaded = SnapshotFeed(reader)
+        loaded.shown_from = unread - room + 1
         try:
             while True:
                 events = loaded.poll()

@@ -93,22 +93,30 @@ def test_replay_detects_on_all_history(tmp_path):
     assert any(f.level == "critical" for f in state.findings)
 
 
-def test_the_board_shows_an_old_sessions_budget_share_from_its_totals(tmp_path):
-    """History keeps no detector state, but its row still shows how much of the session
-    budget it spent, from the tokens the monitor counted."""
-    from monitor.config import load_config
+def scanned_board(state_dir: Path, config: Config, detect_since: float | None):
+    """The dashboard's first scan of ``state_dir`` (one session), done: the monitor, the
+    session's state and the snapshot builder."""
     from monitor.snapshot_builder import SnapshotBuilder
 
-    config = load_config(None, env={"CLAWWATCH_BUDGETS__SESSION_TOKENS": "1000000"})
-    monitor = Monitor(SourceSet(state_dir=state_dir_with_hammer(tmp_path, 3 * DAY, "done")),
-                      DetectionEngine(config),
-                      detect_since=time.time() - config.history.active_within)
+    monitor = Monitor(SourceSet(state_dir=state_dir), DetectionEngine(config),
+                      detect_since=detect_since)
     builder = SnapshotBuilder(monitor, time.time)
     monitor.quiet = True
     while monitor.step() or builder.feed.backlog:
         pass
     builder.finish_scan()
     (state,) = monitor.sessions.values()
+    return monitor, state, builder
+
+
+def test_the_board_shows_an_old_sessions_budget_share_from_its_totals(tmp_path):
+    """History keeps no detector state, but its row still shows how much of the session
+    budget it spent, from the tokens the monitor counted."""
+    from monitor.config import load_config
+
+    config = load_config(None, env={"CLAWWATCH_BUDGETS__SESSION_TOKENS": "1000000"})
+    monitor, state, builder = scanned_board(state_dir_with_hammer(tmp_path, 3 * DAY, "done"),
+                                            config, time.time() - config.history.active_within)
     row = builder.build().row(state.session_id)
     assert state.tokens_total > 0 and monitor.engine._sessions == {}
     assert row.budget_percent == pytest.approx(state.tokens_total * 100.0 / 1_000_000)
@@ -118,19 +126,10 @@ def test_a_history_sessions_timeline_is_read_when_it_is_looked_at(tmp_path):
     """The scan keeps no timeline entry for history (only its calls counted); opening the
     session reads them from its transcript: the same calls, arguments and outcomes a board
     that detected on everything shows."""
-    from monitor.snapshot_builder import SnapshotBuilder
-
     state_dir = state_dir_with_hammer(tmp_path, 3 * DAY, "done")
 
     def board(detect_since):
-        monitor = Monitor(SourceSet(state_dir=state_dir), DetectionEngine(Config()),
-                          detect_since=detect_since)
-        builder = SnapshotBuilder(monitor, time.time)
-        monitor.quiet = True
-        while monitor.step() or builder.feed.backlog:
-            pass
-        builder.finish_scan()
-        (state,) = monitor.sessions.values()
+        _, state, builder = scanned_board(state_dir, Config(), detect_since)
         builder.focus = state.session_id
         return state, builder
 
@@ -145,3 +144,29 @@ def test_a_history_sessions_timeline_is_read_when_it_is_looked_at(tmp_path):
 
     assert shown(lazy) == shown(full)
     assert [index for index, *_ in shown(lazy)] == list(range(1, state.tool_calls + 1))
+
+
+def test_opening_a_long_history_makes_shown_only_the_calls_the_timeline_keeps(
+        tmp_path, monkeypatch):
+    """A timeline keeps the newest ``TIMELINE_CALLS``; reading a history session's
+    transcript for it makes only those shown (making one shown is redacting its tool name
+    and arguments: for 100,000 crafted names that took most of a minute)."""
+    import monitor.snapshot_feed as snapshot_feed
+
+    monkeypatch.setattr(snapshot_feed, "TIMELINE_CALLS", 8)
+    made = []
+    original = snapshot_feed._Call.__init__
+
+    def counted(call, index, event, usage):
+        made.append(index)
+        original(call, index, event, usage)
+
+    monkeypatch.setattr(snapshot_feed._Call, "__init__", counted)
+    _, state, builder = scanned_board(state_dir_with_hammer(tmp_path, 3 * DAY, "done"),
+                                      Config(), time.time() - DAY)
+    assert made == [] and state.tool_calls > 20
+    builder.focus = state.session_id
+    timeline = builder.build().focus.timeline
+    assert [entry.index for entry in timeline] == list(
+        range(state.tool_calls - 7, state.tool_calls + 1))
+    assert made == [entry.index for entry in timeline]
