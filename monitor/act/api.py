@@ -33,15 +33,24 @@ class ProcessInfo:
     reasons: tuple[str, ...] = ()
     more_reasons: int = 0       # pieces of evidence beyond ``reasons``, counted only
 
+    @property
+    def listed_reasons(self) -> list[str]:
+        """The reasons (the evidence, without any), then how many more there are."""
+        return [*(self.reasons or (self.evidence,)),
+                *([more_evidence(self.more_reasons)] if self.more_reasons else [])]
+
     def as_record(self) -> dict:
         """The JSON/audit form; the command (a process's argv: up to megabytes) is kept
         whole up to 1,000 characters, else redacted and cut there."""
         return {"pid": self.pid, "create_time": self.create_time,
                 "command": bounded(self.command),
                 "session_key": self.session_key, "ambiguous": self.ambiguous,
-                "reasons": (list(self.reasons) or [self.evidence])
-                + ([f"and {self.more_reasons} more pieces of evidence"]
-                   if self.more_reasons else [])}
+                "reasons": self.listed_reasons}
+
+
+def more_evidence(count: int) -> str:
+    """The line that counts the pieces of evidence a list of reasons leaves out."""
+    return f"and {count} more pieces of evidence"
 
 
 @dataclass(frozen=True, slots=True)

@@ -244,7 +244,7 @@ class GatewayActionController:
                                          reasons=verdict.reasons,
                                          more_reasons=verdict.more_reasons))
             elif verdict.ambiguous and verdict.names(session_key):
-                ambiguous.append(left_alone(shell, verdict.reasons, verdict.more_reasons))
+                ambiguous.append(left_alone(shell, verdict))
         return owned + ambiguous
 
     def kill(self, session_key: str, *, trigger: str | None = None,
@@ -272,12 +272,9 @@ class GatewayActionController:
                 del shells[shell.pid]
                 snapshots.pop(shell.pid, None)
                 ambiguous[(shell.pid, shell.create_time)] = left_alone(
-                    shell, (f"before the abort the evidence named only {session_key}",
-                           *verdict.reasons), verdict.more_reasons)
+                    shell, verdict, f"before the abort the evidence named only {session_key}")
             elif verdict.ambiguous and verdict.names(session_key):
-                ambiguous.setdefault((shell.pid, shell.create_time),
-                                     left_alone(shell, verdict.reasons,
-                                                verdict.more_reasons))
+                ambiguous.setdefault((shell.pid, shell.create_time), left_alone(shell, verdict))
         outcomes = []
         for shell in shells.values():
             if not pt.is_alive(shell.pid, shell.create_time):
@@ -316,8 +313,7 @@ class GatewayActionController:
             return [], 0, {}
         attributed = self.attributed_shells(gateway)
         owned = [shell for shell, verdict in attributed if verdict.owner == session_key]
-        ambiguous = {(shell.pid, shell.create_time): left_alone(shell, verdict.reasons,
-                                                                verdict.more_reasons)
+        ambiguous = {(shell.pid, shell.create_time): left_alone(shell, verdict)
                      for shell, verdict in attributed
                      if verdict.ambiguous and verdict.names(session_key)}
         return owned, sum(1 for _, verdict in attributed if not verdict.claims), ambiguous

@@ -8,7 +8,8 @@ with their first reasons.
 
 from __future__ import annotations
 
-from monitor.act.api import ProcessInfo
+from monitor.act.api import ProcessInfo, more_evidence
+from monitor.act.evidence import Verdict
 from monitor.act.processes import ExecShell
 from monitor.redaction import clip_redacted
 
@@ -16,8 +17,10 @@ SHOWN_SHELLS = 5
 SHOWN_LINE_REASONS = 2
 
 
-def left_alone(shell: ExecShell, reasons: tuple[str, ...], more: int) -> ProcessInfo:
-    """A shell left alone, with the reasons shown and how many more there are."""
+def left_alone(shell: ExecShell, verdict: Verdict, *first: str) -> ProcessInfo:
+    """A shell left alone: ``first`` and the verdict's reasons, and how many more there
+    are."""
+    reasons, more = (*first, *verdict.reasons), verdict.more_reasons
     counted = f"; and {more} more" if more else ""
     return ProcessInfo(shell.pid, shell.create_time, shell.command, None,
                        "ambiguous: " + "; ".join(reasons) + counted, ambiguous=True,
@@ -32,7 +35,7 @@ def conflicts_text(infos: list[ProcessInfo]) -> str:
         reasons = list(info.reasons[:SHOWN_LINE_REASONS])
         more = len(info.reasons) - len(reasons) + info.more_reasons
         if more:
-            reasons.append(f"and {more} more pieces of evidence")
+            reasons.append(more_evidence(more))
         shown.append(f"pid {info.pid} ({clip_redacted(info.command, 60)}): "
                      + " | ".join(reasons))
     more_shells = len(infos) - SHOWN_SHELLS

@@ -122,9 +122,7 @@ class AlertsAndActions:
         conflicting = [p for p in message.candidates if p.ambiguous]
         left_alone = [f"  PID {p.pid:>7}  {printable(clip_redacted(p.command, 90))}\n"
                       + "".join(f"           {printable(clip_redacted(reason, 120))}\n"
-                              for reason in p.reasons)
-                      + (f"           and {p.more_reasons} more pieces of evidence\n"
-                         if p.more_reasons else "")
+                              for reason in p.listed_reasons)
                       for p in conflicting]
         if not killable:
             text = f"no processes of {key} to kill"
