@@ -9,15 +9,14 @@ text is longer than ``OUTPUT_TEXT_CHARS``; two long ids that differ stay two.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from test_hostile_cli import clawwatch
 
 from monitor.redaction import REDACTED, redact_text
 from monitor.redaction.clipping import OUTPUT_TEXT_CHARS, bounded_output
 
-REPO = Path(__file__).resolve().parents[1]
 LONG = "--x-token-" * 100_000          # the slowest shape for the flag rule: 1 MB
 KEY = "agent:main:" + LONG
 
@@ -51,15 +50,6 @@ def strings(value) -> list[str]:
     return []
 
 
-def run(*args: str, home: Path) -> tuple[subprocess.CompletedProcess, float]:
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "monitor", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=120,
-                          env={"HOME": str(home), "PATH": "/usr/bin:/bin",
-                               "XDG_CACHE_HOME": str(home / "cache")})
-    return done, time.monotonic() - started
-
-
 def test_bounded_output_keeps_short_texts_and_a_start_and_digest_of_long_ones():
     assert bounded_output("ok ghp_" + "a" * 36) == "ok " + REDACTED
     first, second = bounded_output(LONG + "1"), bounded_output(LONG + "2")
@@ -71,15 +61,17 @@ def test_bounded_output_keeps_short_texts_and_a_start_and_digest_of_long_ones():
 
 def test_replay_and_watch_keep_every_output_text_bounded(tmp_path):
     state = write_state(tmp_path / "state")
-    done, _ = run("replay", "--state-dir", str(state), "--json", home=tmp_path)
+    done = clawwatch("replay", "--state-dir", str(state), "--json", home=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     document = json.loads(done.stdout)
     assert max(map(len, strings(document))) <= OUTPUT_TEXT_CHARS
     (session,) = document["sessions"]
     assert session["key"].startswith("agent:main:") and session["tool_calls"] == 10
 
-    done, took = run("watch", "--state-dir", str(state), "--headless", "--json",
+    started = time.monotonic()
+    done = clawwatch("watch", "--state-dir", str(state), "--headless", "--json",
                      "--from-start", "--no-checkpoint", "--seconds", "8", home=tmp_path)
+    took = time.monotonic() - started
     assert done.returncode == 0, done.stderr[-2000:]
     assert took < 30, f"watch --seconds 8 took {took:.1f} s"
     records = [json.loads(line) for line in done.stdout.splitlines()]
