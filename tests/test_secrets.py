@@ -10,6 +10,7 @@ must not contain any of them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import time
@@ -570,3 +571,32 @@ def test_a_view_redacts_only_the_items_it_can_show():
     shown = redact(arguments, 400)
     assert len(shown) == 400 and list(shown)[:2] == ["nested", "k0--x-token-"]
     assert list(shown["nested"])[:2] == ["n000001", "n000002"] and len(shown["nested"]) == 400
+
+
+LONG_TOKEN = "ghp_" + "Z" * 3000
+LONG_PRIVATE_KEY = ("-----BEGIN RSA PRIVATE KEY-----\n" + ("MIIEpQIBAAKCAQEAx" * 4 + "\n") * 60
+                    + "-----END RSA PRIVATE KEY-----")
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("agent:main:" + LONG_TOKEN, "…#" + hashlib.blake2b(LONG_TOKEN[-2020:].encode(),
+                                                        digest_size=6).hexdigest()),
+    ("x " * 1500 + "agent:main:" + LONG_TOKEN + " agent:main:after", "…agent:main:after"),
+    ("key " + LONG_PRIVATE_KEY + " agent:main:after", "… agent:main:after"),
+    ("key " + LONG_PRIVATE_KEY + " then " + LONG_PRIVATE_KEY[:60] + "\n-----END RSA PRIVATE KEY"
+     "----- z", f"… then {REDACTED} z"),
+])
+def test_a_tail_shows_no_piece_of_a_secret_whose_start_it_cut_off(text, shown):
+    # the last 2,020 characters start inside the secret, where no rule can see what it is
+    tail = clipping.redacted_tail(text, 20)
+    assert tail == shown
+    assert "ZZZZ" not in tail and "MIIE" not in tail
+    assert clipping.redacted_tail(text + "Y", 20) != tail     # still tells two keys apart
+
+
+def test_a_tail_that_starts_at_a_word_shows_it_redacted():
+    text = "y" * 5000 + " " + "w" * (20 + clipping.REDACT_SLACK)
+    assert clipping.redacted_tail(text, 20) == "…" + "w" * (20 + clipping.REDACT_SLACK)
+    assert clipping.redacted_tail("agent:main:telegram:dm:42", 20) == "agent:main:telegram:dm:42"
+    key = "z" * 3000 + " " + "q" * 1900 + " sk-" + "a" * 40
+    assert clipping.redacted_tail(key, 20) == "…" + "q" * 1900 + " " + redact_text("sk-" + "a" * 40)

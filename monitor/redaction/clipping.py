@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 from monitor.redaction.text import redact_text
@@ -22,6 +23,9 @@ OUTPUT_TEXT_CHARS = 4000
 #: The longest name or label kept from an index or a transcript (a model, a session's
 #: label): a pane shows far less, and every output would redact all of it, every time.
 KEPT_NAME_CHARS = 1000
+#: A private key's end line with no start line before it: a tail cut inside the key.
+_CUT_PRIVATE_KEY_END = re.compile(
+    r"\A(?:(?!-----BEGIN)[\s\S])*?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----")
 
 
 def shown_start(text: str, limit: int) -> str:
@@ -46,8 +50,26 @@ def redacted_start(text: str, limit: int) -> str:
 
 def redacted_tail(text: str, limit: int) -> str:
     """``redacted_start`` from the other end: ``text``'s last ``limit + REDACT_SLACK``
-    characters redacted (a view of its last ``limit`` shows where session keys differ)."""
-    return redact_text(text[-(limit + REDACT_SLACK):])
+    characters redacted (a view of its last ``limit`` shows where session keys differ).
+
+    A secret's rule needs the secret's start, which a cut from the end can leave out: so
+    a longer text is shown from after the first whitespace in its tail, and from after a
+    private key's end line whose start line was cut off. A tail that is all one word shows
+    as ``…#`` and a digest of it, so two such texts still look different."""
+    window = limit + REDACT_SLACK
+    if len(text) <= window:
+        return redact_text(text)
+    tail = text[-window:]
+    if not text[-window - 1].isspace() and not tail[0].isspace():
+        cut_word_and_rest = tail.split(None, 1)
+        if len(cut_word_and_rest) < 2:
+            digest = hashlib.blake2b(tail.encode("utf-8", "surrogatepass"), digest_size=6)
+            return "…#" + digest.hexdigest()
+        tail = cut_word_and_rest[1]
+    key_end = _CUT_PRIVATE_KEY_END.search(tail) if "-----END" in tail else None
+    if key_end is not None:
+        tail = tail[key_end.end():]
+    return "…" + redact_text(tail)
 
 
 def redacted_cut(text: str, limit: int) -> str:
