@@ -240,6 +240,19 @@ class CountedHistory(msgspec.Struct, frozen=True):
     run_ids: tuple[str, ...]
 
 
+#: Tool names a session's ``tools`` counts one by one; the calls of any other name count under
+#: ``OTHER_TOOLS``. A real agent offers tens of tools, a crafted transcript a new one per call.
+TOOL_NAMES_KEPT = 256
+OTHER_TOOLS = "(other tools)"
+
+
+def count_tool(tools: dict[str, int], name: str, calls: int = 1) -> None:
+    """Add ``calls`` calls of ``name`` to ``tools`` (see ``TOOL_NAMES_KEPT``)."""
+    if name not in tools and len(tools) >= TOOL_NAMES_KEPT:
+        name = OTHER_TOOLS
+    tools[name] = tools.get(name, 0) + calls
+
+
 TranscriptEvent = (
     SessionStart
     | UserMessage

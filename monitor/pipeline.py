@@ -25,6 +25,7 @@ from monitor.events import (
     SourceNotice,
     ToolCall,
     UserMessage,
+    count_tool,
 )
 from monitor.records import (
     ErrorRecord,
@@ -254,7 +255,7 @@ class Monitor:
             self.run_to_session.note(run_id, event.session_id, replace=False)
         if isinstance(event, ToolCall):
             state.tool_calls += 1
-            state.tools[event.name] += 1
+            count_tool(state.tools, event.name)
             if not self._quiet_event:
                 records.append(ToolCallRecord(
                     ts=iso(event.ts), key=state.key, session_id=state.session_id,
@@ -289,7 +290,7 @@ class Monitor:
             self.run_to_session.note(run_id, sid, replace=False)
         state.tool_calls += counted.tool_calls
         for name, calls in counted.tools.items():
-            state.tools[name] += calls
+            count_tool(state.tools, name, calls)
         state.assistant_messages += counted.assistant_messages
         state.tokens_input += counted.tokens_input
         state.tokens_output += counted.tokens_output

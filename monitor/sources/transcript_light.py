@@ -30,6 +30,7 @@ from monitor.events import (
     ToolResult,
     Usage,
     UserMessage,
+    count_tool,
     reply_failed,
 )
 from monitor.sources.transcript import (
@@ -199,9 +200,8 @@ class CountedSum:
         """An assistant reply and the tool calls it made."""
         self.add_event(origin, ts, run_id, 1 + len(tool_names))
         self.tool_calls += len(tool_names)
-        tools = self.tools
         for name in tool_names:
-            tools[name] = tools.get(name, 0) + 1
+            count_tool(self.tools, name)
         self.assistant_messages += 1
         self.tokens_input += usage.input
         self.tokens_output += usage.output
