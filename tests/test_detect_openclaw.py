@@ -201,6 +201,18 @@ def test_detection_disabled_for_one_agent(tmp_path):
     assert loud.of("generic_repeat")
 
 
+def test_agents_the_config_does_not_name_share_one_settings(tmp_path):
+    # agent ids are data: each new one must not build (and keep) settings of its own, with
+    # a normaliser remembering up to 1 MiB of texts
+    engine = engine_with(tmp_path, "agents:\n  strict:\n    detection:\n"
+                                   "      warning_threshold: 4\n")
+    shared = engine.settings_for(None)
+    assert all(engine.settings_for(f"crafted-{n}") is shared for n in range(1000))
+    assert engine.settings_for("strict") is not shared
+    assert engine.settings_for("strict").thresholds.warning == 4
+    assert shared.thresholds.warning == 10
+
+
 def test_per_agent_threshold_override(tmp_path):
     engine = engine_with(tmp_path, "agents:\n  strict:\n    detection:\n"
                                    "      warning_threshold: 4\n      critical_threshold: 6\n")

@@ -215,7 +215,11 @@ class DetectionEngine:
         key = agent_id or ""
         settings = self._settings.get(key)
         if settings is None:
-            settings = build_settings(self.config.for_agent(key))
+            config = self.config.for_agent(key)
+            # An agent the config does not name shares the default's settings (and its
+            # normaliser's memory): agent ids are data, any number of them.
+            settings = self.settings_for(None) if key and config is self.config \
+                else build_settings(config)
             self._settings[key] = settings
         return settings
 
