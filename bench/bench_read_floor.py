@@ -10,7 +10,7 @@ the ratio replay/floor are printed. CPU time and the largest process's peak RSS 
 ``wait4``; the whole tree's peak memory is sampled (summed PSS).
 
     .venv/bin/python bench/bench_read_floor.py [--dir /tmp/clawwatch-bench] [--runs 3]
-        [--eras sqlite,legacy] [--results FILE] [--breakdown]
+        [--eras sqlite,legacy] [--results FILE] [--breakdown] [--monitor-root DIR]
 
 ``--breakdown`` also times the replay with every detector off (``reading``) in the same
 rounds: how far reading, decoding, typing and counting alone are from the floor.
@@ -68,7 +68,7 @@ FLOORS = {"sqlite": read_floor_sqlite, "legacy": read_floor_legacy}
 
 
 def bench_era(era: str, state_dir: Path, runs: int, out_dir: Path,
-              breakdown: bool = False) -> dict:
+              breakdown: bool = False, monitor_root: Path = REPO) -> dict:
     commands = {
         "replay": [sys.executable, "-m", "monitor", "replay", "--state-dir", str(state_dir),
                    "--json", "--no-cache"],
@@ -81,7 +81,8 @@ def bench_era(era: str, state_dir: Path, runs: int, out_dir: Path,
     results: dict[str, list[dict]] = {name: [] for name in commands}
     for round_number in range(runs + 1):
         for name, command in commands.items():
-            figures = timed(command, out_dir / f"{era}-{name}.out", REPO, None)
+            figures = timed(command, out_dir / f"{era}-{name}.out",
+                            REPO if name == "floor" else monitor_root, None)
             if round_number:                     # round 0 warms the page cache
                 results[name].append(figures)
     floor_counts = json.loads((out_dir / f"{era}-floor.out").read_text())
@@ -129,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", help="write the figures as JSON here")
     parser.add_argument("--breakdown", action="store_true",
                         help="also time the replay with every detector off (`reading`)")
+    parser.add_argument("--monitor-root", default=str(REPO),
+                        help="run `python -m monitor` from this dir (a patched or compiled "
+                             "copy, bench/build_compiled.py)")
     parser.add_argument("--floor", nargs=2, metavar=("ERA", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.floor:
@@ -151,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(exist_ok=True)
     summaries = []
     for era in eras:
-        summary = bench_era(era, root / era, args.runs, out_dir, args.breakdown)
+        summary = bench_era(era, root / era, args.runs, out_dir, args.breakdown,
+                            Path(args.monitor_root))
         print_era(summary)
         summaries.append(summary)
     if args.results:
