@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_replay import median_of, spread, timed  # noqa: E402
+from bench_replay import median_of, spread, timed, without_detectors  # noqa: E402
 
 
 def read_floor_sqlite(state_dir: Path) -> dict[str, int]:
@@ -75,9 +75,7 @@ def bench_era(era: str, state_dir: Path, runs: int, out_dir: Path,
         "floor": [sys.executable, __file__, "--floor", era, str(state_dir)],
     }
     if breakdown:
-        no_detectors = out_dir / "no-detectors.yaml"
-        no_detectors.write_text("detection:\n  enabled: false\n")
-        commands["reading"] = [*commands["replay"], "--config", str(no_detectors)]
+        commands["reading"] = without_detectors(commands["replay"], out_dir)
     results: dict[str, list[dict]] = {name: [] for name in commands}
     for round_number in range(runs + 1):
         for name, command in commands.items():

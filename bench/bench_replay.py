@@ -135,6 +135,14 @@ def commands(state_dir: Path, ccusage: Path) -> dict[str, list[str]]:
     }
 
 
+def without_detectors(replay: list[str], scratch: Path) -> list[str]:
+    """``replay`` with every detector off (a config written into ``scratch``): the
+    breakdown's ``reading`` contender."""
+    config = scratch / "no-detectors.yaml"
+    config.write_text("detection:\n  enabled: false\n")
+    return [*replay, "--config", str(config)]
+
+
 def median_of(runs: list[dict]) -> dict:
     return {key: statistics.median(r[key] for r in runs)
             for key in ("wall", "cpu", "rss_mb", "tree_mb")}
@@ -192,9 +200,7 @@ def bench_era(era: str, root: Path, manifest: dict, ccusage: Path, args) -> dict
            "reading": Path(args.monitor_root)}
     limit = {"clawwatch": None, "ccusage": args.ccusage_timeout, "reading": None}
     if args.breakdown:
-        no_detectors = scratch / "no-detectors.yaml"
-        no_detectors.write_text("detection:\n  enabled: false\n")
-        cmds["reading"] = [*cmds["clawwatch"], "--config", str(no_detectors)]
+        cmds["reading"] = without_detectors(cmds["clawwatch"], scratch)
     results: dict[str, list[dict]] = {name: [] for name in cmds}
     timed_out: set[str] = set()
     if args.warmup:
