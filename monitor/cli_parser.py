@@ -99,11 +99,26 @@ def refuse_unused_globals(parser: argparse.ArgumentParser, args: argparse.Namesp
             parser.error(f"{flag} does not apply to 'clawwatch {args.command}'")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the version and the build (pure Python or compiled), found only when
+    asked for."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show the version and build, and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from monitor.compiled import build_description
+
+        print(f"clawwatch {__version__} ({build_description()})")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clawwatch",
         description="Watch OpenClaw sessions for tool-call loops and token burn, and stop them.")
-    parser.add_argument("--version", action="version", version=f"clawwatch {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     _add_global_options(parser, tuple(GLOBAL_OPTIONS), top=True)
     commands = parser.add_subparsers(dest="command")
 

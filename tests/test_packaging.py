@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from source_tree import copy_source_tree
 
 import monitor
 from monitor.ui import themes as theme_module
@@ -152,12 +152,7 @@ def installed(tmp_path_factory):
     into a fresh venv; the dependencies come from this venv through a ``.pth`` path line
     (whose own ``.pth`` files, among them this checkout's editable install, are not run)."""
     base = tmp_path_factory.mktemp("wheel")
-    src = base / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(ROOT / "monitor", src / "monitor",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    src = copy_source_tree(base / "src")
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(src),
                             "-w", str(base / "dist")], capture_output=True, text=True,
                            timeout=300, cwd=base)

@@ -1,0 +1,139 @@
+"""The optional compiled build (``CLAWWATCH_COMPILE=1 pip install .``).
+
+Cython compiles the hot modules ``monitor/compiled.py`` lists, as they are. The compiled
+wheel must replay every document byte for byte as the pure-Python code does, say which build
+it is, and be asked for: a plain wheel, an sdist and an editable install stay pure Python.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from setuptools import build_meta
+from source_tree import ROOT, copy_source_tree
+
+from monitor import compiled
+
+PACKAGE = ROOT / "monitor"
+
+
+def _backend():
+    spec = importlib.util.spec_from_file_location(
+        "clawwatch_build", ROOT / "build_backend" / "clawwatch_build.py")
+    backend = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(backend)
+    return backend
+
+
+def test_every_hot_module_is_a_module_of_the_package():
+    """A hot module renamed or split away would otherwise leave its new code interpreted."""
+    modules = compiled.hot_modules(PACKAGE)
+    assert len(modules) >= 30 and "detect/loopcore.py" in modules
+    assert not [m for m in modules if not (PACKAGE / m).is_file()]
+    assert not any(m.endswith("__init__.py") for m in modules)
+    detect = {f"detect/{p.name}" for p in (PACKAGE / "detect").glob("*.py")} - {
+        "detect/__init__.py"}
+    assert detect <= set(modules), "every detector is compiled"
+
+
+def test_only_a_wheel_build_asked_to_compile_fetches_cython(monkeypatch):
+    backend = _backend()
+    monkeypatch.delenv("CLAWWATCH_COMPILE", raising=False)
+    assert backend.CYTHON not in backend.get_requires_for_build_wheel()
+    for asked in ("1", "true", " YES "):
+        monkeypatch.setenv("CLAWWATCH_COMPILE", asked)
+        assert backend.CYTHON in backend.get_requires_for_build_wheel()
+    monkeypatch.setenv("CLAWWATCH_COMPILE", "0")
+    assert backend.CYTHON not in backend.get_requires_for_build_wheel()
+    monkeypatch.setenv("CLAWWATCH_COMPILE", "1")
+    assert backend.CYTHON not in backend.get_requires_for_build_editable()
+    assert backend.build_editable is build_meta.build_editable
+    assert backend.build_sdist is build_meta.build_sdist
+
+
+def test_this_checkout_says_which_build_runs():
+    done, total = compiled.compiled_modules()
+    assert total == len(compiled.hot_modules(PACKAGE))
+    run = subprocess.run([sys.executable, "-m", "monitor", "--version"], capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0 and run.stderr == ""
+    expected = f"compiled: {done} of {total} hot modules" if done else "pure Python"
+    assert run.stdout == f"clawwatch 0.1.0 ({expected})\n"
+
+
+def _build(source: Path, out: Path, compile_asked: bool) -> Path:
+    env = {k: v for k, v in os.environ.items() if k != "CLAWWATCH_COMPILE"}
+    if compile_asked:
+        env["CLAWWATCH_COMPILE"] = "1"
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                            str(source), "-w", str(out)], capture_output=True, text=True,
+                           timeout=900, cwd=source, env=env)
+    assert build.returncode == 0, build.stdout + build.stderr
+    (wheel,) = out.glob("clawwatch-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def compiled_site(tmp_path_factory):
+    """The compiled wheel, built from a copy of this checkout and unpacked: a dir to put
+    first on ``PYTHONPATH``."""
+    base = tmp_path_factory.mktemp("compiled")
+    wheel = _build(copy_source_tree(base / "src"), base / "dist", compile_asked=True)
+    site = base / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    return {"wheel": wheel, "site": site}
+
+
+def _run(site: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(site), "PYTHONSAFEPATH": "1", "TZ": "UTC"}
+    return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True,
+                          timeout=300, env=env, cwd=site)
+
+
+@pytest.mark.timeout(900)
+def test_the_compiled_wheel_holds_every_hot_module_compiled(compiled_site):
+    wheel = compiled_site["wheel"]
+    assert not wheel.name.endswith("-none-any.whl"), wheel.name
+    names = zipfile.ZipFile(wheel).namelist()
+    hot = compiled.hot_modules(PACKAGE)
+    built = {name.split(".")[0] for name in names if name.endswith(".so")}
+    assert built == {f"monitor/{m.removesuffix('.py')}" for m in hot}
+    assert all(f"monitor/{m}" in names for m in hot), "the .py stays beside its module"
+    assert not [name for name in names if name.endswith(".c")]
+    version = _run(compiled_site["site"], "--version")
+    assert version.stdout.decode() == (
+        f"clawwatch 0.1.0 (compiled: {len(hot)} of {len(hot)} hot modules)\n")
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("era", ["legacy", "sqlite"])
+def test_the_compiled_wheel_replays_the_pure_document(compiled_site, generated_state_dirs,
+                                                      era, tmp_path):
+    """Every detector's findings, counts and errors, byte for byte, across both eras."""
+    state_dir = generated_state_dirs / era
+    args = ("replay", "--state-dir", str(state_dir), "--log",
+            str(state_dir / "logs" / "openclaw.log"), "--json", "--no-cache")
+    pure_site = tmp_path / "pure"
+    shutil.copytree(PACKAGE, pure_site / "monitor",
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    pure = _run(pure_site, *args)
+    assert _run(pure_site, "--version").stdout.endswith(b"(pure Python)\n")
+    built = _run(compiled_site["site"], *args)
+    assert pure.returncode == built.returncode == 0, built.stderr[-2000:]
+    assert b'"findings": [{' in pure.stdout and len(pure.stdout) > 10_000
+    assert built.stdout == pure.stdout
+
+
+@pytest.mark.timeout(300)
+def test_a_plain_wheel_is_pure_python(tmp_path):
+    wheel = _build(copy_source_tree(tmp_path / "src"), tmp_path / "dist", compile_asked=False)
+    assert wheel.name.endswith("-py3-none-any.whl")
+    assert not [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith((".so", ".c"))]
