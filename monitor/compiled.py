@@ -12,6 +12,7 @@ the standard library.
 
 from __future__ import annotations
 
+from functools import cache
 from importlib.machinery import EXTENSION_SUFFIXES
 from importlib.util import find_spec
 from pathlib import Path
@@ -39,6 +40,12 @@ def compiled_modules() -> tuple[int, int]:
              for path in hot_modules(package_dir)]
     compiled = sum(1 for name in names if _is_extension(name))
     return compiled, len(names)
+
+
+@cache
+def build_label() -> str:
+    """``compiled`` or ``pure``: the ``build`` label of ``clawwatch_build_info``."""
+    return "compiled" if compiled_modules()[0] else "pure"
 
 
 def build_description() -> str:

@@ -9,6 +9,7 @@ HTTP server that serves it at ``/metrics``.
 from __future__ import annotations
 
 from monitor import __version__
+from monitor.compiled import build_label
 from monitor.metrics import DEFAULT_LOOKBACK_SECONDS, DEFAULT_MAX_SESSIONS, MetricsHub
 from monitor.metrics_http import serve
 from monitor.snapshot import STATES
@@ -77,9 +78,10 @@ class ClawwatchCollector:
             return family
 
         snap = self.hub.snapshot()
-        build = GaugeMetricFamily("clawwatch_build_info", "clawwatch version (always 1)",
-                                  labels=["version"])
-        build.add_metric([__version__], 1)
+        build = GaugeMetricFamily("clawwatch_build_info",
+                                  "clawwatch version and build: compiled or pure (always 1)",
+                                  labels=["version", "build"])
+        build.add_metric([__version__, build_label()], 1)
         yield build
 
         yield counters("clawwatch_findings", "Findings reported, by detector, level and agent",

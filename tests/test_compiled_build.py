@@ -43,6 +43,7 @@ def test_every_hot_module_is_a_module_of_the_package():
     assert detect <= set(modules), "every detector is compiled"
 
 
+@pytest.mark.filterwarnings("ignore:Support for .\\[tool.setuptools\\]")
 def test_only_a_wheel_build_asked_to_compile_fetches_cython(monkeypatch):
     backend = _backend()
     monkeypatch.delenv("CLAWWATCH_COMPILE", raising=False)

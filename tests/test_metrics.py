@@ -22,6 +22,7 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
+from monitor.compiled import compiled_modules
 from monitor.config import load_config
 from monitor.demo import DEMO_SCENARIOS, LOOPING
 from monitor.demo.sim.simulator import Simulator
@@ -151,6 +152,7 @@ def test_the_page_agrees_with_the_replay_document_of_the_same_state(served):
             got["clawwatch_source_last_event_timestamp_seconds"]} == set(by_kind)
     [(labels, version)] = got["clawwatch_build_info"]
     assert labels["version"] and version == 1
+    assert labels["build"] == ("compiled" if compiled_modules()[0] else "pure")
     assert got["clawwatch_last_poll_timestamp_seconds"][0][1] == pytest.approx(time.time(),
                                                                               abs=60)
 
