@@ -26,6 +26,7 @@ p99 goal (300 ms) is met. ``--sessions 1`` is the single-session bench (no loopi
 unless ``--loop-every 1``). Usage::
 
     .venv/bin/python bench/bench_live_latency.py [--sessions 200] [--events 1000] [--rate 50]
+        [--monitor-root DIR]
 """
 
 from __future__ import annotations
@@ -314,7 +315,8 @@ class Bench:
         argv = [sys.executable, "-m", "monitor", "watch", "--headless", "--json",
                 "--no-checkpoint", "--state-dir", str(self.state), "--log", str(self.log),
                 "--poll", str(self.args.poll)]
-        self.monitor = subprocess.Popen(argv, stdout=subprocess.PIPE, cwd=str(REPO))
+        self.monitor = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                        cwd=str(self.args.monitor_root))
         arrivals = Arrivals(self.monitor, json_lines=True)
         deadline = time.monotonic() + LIVE_SECONDS
         marker = 0
@@ -439,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="poll interval of the trivial reader")
     parser.add_argument("--phases", default=",".join(PHASES))
     parser.add_argument("--json", action="store_true", help="also print the rows as JSON")
+    parser.add_argument("--monitor-root", default=str(REPO),
+                        help="run `python -m monitor` from this dir (a patched or compiled "
+                             "copy, bench/build_compiled.py)")
     parser.add_argument("--peer", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.peer:
@@ -446,6 +451,9 @@ def main(argv: list[str] | None = None) -> int:
         return run_peer(args.peer[0], args.peer[1], args.peer_interval)
     if args.sessions < 1:
         parser.error("--sessions must be at least 1")
+    build = subprocess.run([sys.executable, "-m", "monitor", "--version"], cwd=args.monitor_root,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    print(f"{build}, from {args.monitor_root}")
     bench = Bench(args)
     try:
         monitor = bench.start_monitor()
