@@ -19,7 +19,7 @@ import pytest
 from setuptools import build_meta
 from source_tree import ROOT, copy_source_tree
 
-from monitor import compiled
+from monitor import __version__, compiled
 
 PACKAGE = ROOT / "monitor"
 
@@ -44,8 +44,9 @@ def test_every_hot_module_is_a_module_of_the_package():
 
 
 @pytest.mark.filterwarnings("ignore:Support for .\\[tool.setuptools\\]")
-def test_only_a_wheel_build_asked_to_compile_fetches_cython(monkeypatch):
+def test_only_a_wheel_build_asked_to_compile_fetches_cython(monkeypatch, tmp_path):
     backend = _backend()
+    monkeypatch.chdir(copy_source_tree(tmp_path / "src"))    # the hooks write egg-info there
     monkeypatch.delenv("CLAWWATCH_COMPILE", raising=False)
     assert backend.CYTHON not in backend.get_requires_for_build_wheel()
     for asked in ("1", "true", " YES "):
@@ -66,7 +67,7 @@ def test_this_checkout_says_which_build_runs():
                          text=True, timeout=60)
     assert run.returncode == 0 and run.stderr == ""
     expected = f"compiled: {done} of {total} hot modules" if done else "pure Python"
-    assert run.stdout == f"clawwatch 0.1.0 ({expected})\n"
+    assert run.stdout == f"clawwatch {__version__} ({expected})\n"
 
 
 def _build(source: Path, out: Path, compile_asked: bool) -> Path:
@@ -111,7 +112,7 @@ def test_the_compiled_wheel_holds_every_hot_module_compiled(compiled_site):
     assert not [name for name in names if name.endswith(".c")]
     version = _run(compiled_site["site"], "--version")
     assert version.stdout.decode() == (
-        f"clawwatch 0.1.0 (compiled: {len(hot)} of {len(hot)} hot modules)\n")
+        f"clawwatch {__version__} (compiled: {len(hot)} of {len(hot)} hot modules)\n")
 
 
 @pytest.mark.timeout(900)

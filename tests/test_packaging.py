@@ -164,8 +164,9 @@ def installed(tmp_path_factory):
     python = venv / "bin" / "python"
     install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
                               "--no-deps", "--no-index", "-q", str(wheel)],
-                             capture_output=True, text=True, timeout=300)
+                             capture_output=True, text=True, timeout=300, env=_env(base))
     assert install.returncode == 0, install.stdout + install.stderr
+    assert (_site_packages(python) / "monitor" / "__init__.py").is_file(), install.stdout
     deps = Path(sysconfig.get_paths()["purelib"])
     (_site_packages(python) / "zz_clawwatch_test_deps.pth").write_text(f"{deps}\n")
     return {"base": base, "wheel": wheel, "venv": venv, "python": python}
