@@ -7,7 +7,7 @@ compiled code timed against the same peer and floor as the interpreted code.
 
 pip builds the wheel (fetching Cython into its build environment) with this interpreter,
 so the extension modules load in it. The compiled replay document must be ``cmp``-equal to
-the interpreted code's; the bench writes both into its output dir.
+the interpreted code's (``tests/test_compiled_build.py`` checks it on the generated dirs).
 """
 
 from __future__ import annotations
