@@ -2,7 +2,8 @@
 
 Cython compiles the hot modules ``monitor/compiled.py`` lists, as they are. The compiled
 wheel must replay every document byte for byte as the pure-Python code does, say which build
-it is, and be asked for: a plain wheel, an sdist and an editable install stay pure Python.
+it is, and be asked for: a plain wheel (``tests/test_packaging.py``), an sdist and an editable
+install stay pure Python.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from setuptools import build_meta
-from source_tree import ROOT, copy_source_tree
+from source_tree import ROOT, build_wheel, copy_source_tree
 
 from monitor import __version__, compiled
 
@@ -70,24 +71,12 @@ def test_this_checkout_says_which_build_runs():
     assert run.stdout == f"clawwatch {__version__} ({expected})\n"
 
 
-def _build(source: Path, out: Path, compile_asked: bool) -> Path:
-    env = {k: v for k, v in os.environ.items() if k != "CLAWWATCH_COMPILE"}
-    if compile_asked:
-        env["CLAWWATCH_COMPILE"] = "1"
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-                            str(source), "-w", str(out)], capture_output=True, text=True,
-                           timeout=900, cwd=source, env=env)
-    assert build.returncode == 0, build.stdout + build.stderr
-    (wheel,) = out.glob("clawwatch-*.whl")
-    return wheel
-
-
 @pytest.fixture(scope="module")
 def compiled_site(tmp_path_factory):
     """The compiled wheel, built from a copy of this checkout and unpacked: a dir to put
     first on ``PYTHONPATH``."""
     base = tmp_path_factory.mktemp("compiled")
-    wheel = _build(copy_source_tree(base / "src"), base / "dist", compile_asked=True)
+    wheel = build_wheel(copy_source_tree(base / "src"), base / "dist", compile_asked=True)
     site = base / "site"
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(site)
@@ -115,27 +104,26 @@ def test_the_compiled_wheel_holds_every_hot_module_compiled(compiled_site):
         f"clawwatch {__version__} (compiled: {len(hot)} of {len(hot)} hot modules)\n")
 
 
+@pytest.fixture(scope="module")
+def pure_site(tmp_path_factory):
+    """This checkout's package without any compiled module: the reference."""
+    site = tmp_path_factory.mktemp("pure")
+    shutil.copytree(PACKAGE, site / "monitor",
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    assert _run(site, "--version").stdout.endswith(b"(pure Python)\n")
+    return site
+
+
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("era", ["legacy", "sqlite"])
-def test_the_compiled_wheel_replays_the_pure_document(compiled_site, generated_state_dirs,
-                                                      era, tmp_path):
+def test_the_compiled_wheel_replays_the_pure_document(compiled_site, pure_site,
+                                                      generated_state_dirs, era):
     """Every detector's findings, counts and errors, byte for byte, across both eras."""
     state_dir = generated_state_dirs / era
     args = ("replay", "--state-dir", str(state_dir), "--log",
             str(state_dir / "logs" / "openclaw.log"), "--json", "--no-cache")
-    pure_site = tmp_path / "pure"
-    shutil.copytree(PACKAGE, pure_site / "monitor",
-                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     pure = _run(pure_site, *args)
-    assert _run(pure_site, "--version").stdout.endswith(b"(pure Python)\n")
     built = _run(compiled_site["site"], *args)
     assert pure.returncode == built.returncode == 0, built.stderr[-2000:]
     assert b'"findings": [{' in pure.stdout and len(pure.stdout) > 10_000
     assert built.stdout == pure.stdout
-
-
-@pytest.mark.timeout(300)
-def test_a_plain_wheel_is_pure_python(tmp_path):
-    wheel = _build(copy_source_tree(tmp_path / "src"), tmp_path / "dist", compile_asked=False)
-    assert wheel.name.endswith("-py3-none-any.whl")
-    assert not [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith((".so", ".c"))]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from source_tree import copy_source_tree
+from source_tree import build_wheel, copy_source_tree
 
 import monitor
 from monitor.ui import themes as theme_module
@@ -152,12 +152,7 @@ def installed(tmp_path_factory):
     into a fresh venv; the dependencies come from this venv through a ``.pth`` path line
     (whose own ``.pth`` files, among them this checkout's editable install, are not run)."""
     base = tmp_path_factory.mktemp("wheel")
-    src = copy_source_tree(base / "src")
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(src),
-                            "-w", str(base / "dist")], capture_output=True, text=True,
-                           timeout=300, cwd=base)
-    assert build.returncode == 0, build.stdout + build.stderr
-    (wheel,) = (base / "dist").glob("clawwatch-*.whl")
+    wheel = build_wheel(copy_source_tree(base / "src"), base / "dist")
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
                    timeout=120)
@@ -182,6 +177,8 @@ def _env(home: Path) -> dict[str, str]:
 
 def test_the_wheel_holds_the_package_data(installed):
     names = set(zipfile.ZipFile(installed["wheel"]).namelist())
+    assert installed["wheel"].name.endswith("-py3-none-any.whl"), "a plain wheel is pure Python"
+    assert not [n for n in names if n.endswith((".so", ".c"))]
     for name in (*(f"monitor/themes/{t}.yaml" for t in BUILTIN), "monitor/ui/app.tcss",
                  "monitor/demo/sim/agent_schema_v23.sql"):
         assert name in names, f"{name} is not in the wheel"
