@@ -253,7 +253,8 @@ class Monitor:
         run_id = getattr(event, "run_id", None)
         if run_id:
             self.run_to_session.note(run_id, event.session_id, replace=False)
-        if isinstance(event, ToolCall):
+        kind = type(event)
+        if kind is ToolCall:
             state.tool_calls += 1
             count_tool(state.tools, event.name)
             if not self._quiet_event:
@@ -261,7 +262,7 @@ class Monitor:
                     ts=iso(event.ts), key=state.key, session_id=state.session_id,
                     agent_id=state.agent_id, call_id=event.call_id, name=event.name,
                     at_call=state.tool_calls, run_id=event.run_id))
-        elif isinstance(event, AssistantMessage):
+        elif kind is AssistantMessage:
             state.assistant_messages += 1
             state.tokens_input += event.usage.input
             state.tokens_output += event.usage.output
@@ -270,9 +271,9 @@ class Monitor:
             state.model = bounded(event.model) or state.model
             if event.is_error:
                 state.errors += 1
-        elif isinstance(event, UserMessage) and run_id:
+        elif kind is UserMessage and run_id:
             state.run_id = run_id
-        if (type(event) in COUNTED_TYPES and event.counted_only) or self.only_counts(event):
+        if (kind in COUNTED_TYPES and event.counted_only) or self.only_counts(event):
             return
         self._detect(state, event, records)
 

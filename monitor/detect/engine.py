@@ -18,7 +18,7 @@ from monitor.detect.findings import Finding
 from monitor.detect.frozen import FrozenStates
 from monitor.detect.gateway_notice import loop_finding_message, openclaw_loop_line
 from monitor.detect.hibernate import SessionSummary, restore
-from monitor.detect.jsstable import js_trim
+from monitor.detect.jsstable import JS_WHITESPACE
 from monitor.detect.outcome_keys import DeferredBodies
 from monitor.detect.session_state import SessionState
 from monitor.detect.settings import Settings, build_settings
@@ -27,12 +27,11 @@ from monitor.detect.streaks import burn_status, ping_pong_pairs, streak_statuses
 from monitor.detect.tool_calls import ToolCallJudge, gated
 from monitor.detect.turns import assistant_hits
 from monitor.events import (
+    TRANSCRIPT_EVENT_TYPES,
     AssistantMessage,
     Compaction,
     GatewayNotice,
     LoopVeto,
-    ModelChange,
-    SessionStart,
     ToolCall,
     ToolResult,
     UserMessage,
@@ -44,15 +43,13 @@ MAX_RUN_INDEX = 4096
 # Gateway loop lines of sessions not (yet) in the transcripts: the highest bucket
 # reported per session and pattern, oldest forgotten first.
 MAX_ORPHAN_NOTICES = 1024
-TRANSCRIPT_EVENTS = (ToolCall, ToolResult, LoopVeto, AssistantMessage, UserMessage, Compaction,
-                     SessionStart, ModelChange)
 
 
 def run_scope(run_id: str | None) -> str | None:
     """``normalizeOptionalString(runId)``."""
-    if not isinstance(run_id, str):
+    if type(run_id) is not str:
         return None
-    return js_trim(run_id) or None
+    return run_id.strip(JS_WHITESPACE) or None
 
 
 class DetectionEngine:
@@ -76,11 +73,12 @@ class DetectionEngine:
     # ------------------------------------------------------------------ public
 
     def observe(self, session_key: str, agent_id: str, event) -> list[Finding]:
-        if isinstance(event, GatewayNotice):
+        kind = type(event)
+        if kind is GatewayNotice:
             return self._on_notice(session_key, agent_id, event)
-        if not isinstance(event, TRANSCRIPT_EVENTS) or not event.session_id:
+        if kind not in TRANSCRIPT_EVENT_TYPES or not event.session_id:
             return []
-        settings = self.settings_for(agent_id)
+        settings = self._settings.get(agent_id or "") or self.settings_for(agent_id)
         if not settings.detection.enabled:
             return []
         state = self._state(event.session_id, session_key, agent_id, settings)
@@ -91,20 +89,20 @@ class DetectionEngine:
         run_id = run_scope(getattr(event, "run_id", None))
         if run_id:
             self._run_to_session.note(run_id, event.session_id)
-        if isinstance(event, ToolCall):
+        if kind is ToolCall:
             return self._calls.call(state, settings, event, run_id)
-        if isinstance(event, ToolResult):
+        if kind is ToolResult:
             return self._calls.result(state, settings, event)
-        if isinstance(event, LoopVeto):
+        if kind is LoopVeto:
             return self._calls.veto(state, settings, event)
         self._calls.commit(state, None)
-        if isinstance(event, AssistantMessage):
+        if kind is AssistantMessage:
             return self._on_assistant(state, settings, event)
-        if isinstance(event, UserMessage):
+        if kind is UserMessage:
             state.diminishing.user_message(
                 event.text_chars,
                 settings.detection.diminishing_returns.continuation_prompt_max_chars)
-        elif isinstance(event, Compaction):
+        elif kind is Compaction:
             state.compaction.compaction(list(state.recent_call_keys),
                                         settings.detection.post_compaction_repeat.window_calls)
             state.bloat.reset()

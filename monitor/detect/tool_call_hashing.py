@@ -9,13 +9,27 @@ import re
 from typing import Any
 
 from monitor.detect.jsstable import UNDEFINED, js_trim, stable_digest
+from monitor.detect.memo import BoundedMemo
 from monitor.detect.remembered_digests import remembered_digest
 
 _TOOL_NAME = re.compile(r"^[a-z0-9._-]+$")
+REMEMBERED_NAME_CHARS = 256
+_NORMALIZED_NAMES = BoundedMemo(256)
 
 
 def normalize_tool_name(name: str | None) -> str:
-    """``normalizeToolPolicyName(name || "tool")``; invalid names become ``undefined`` as in JS."""
+    """``normalizeToolPolicyName(name || "tool")``; invalid names become ``undefined`` as in JS.
+    Names up to ``REMEMBERED_NAME_CHARS`` long are remembered (an agent calls a few tools
+    over and over)."""
+    normalized = _NORMALIZED_NAMES.get(name)
+    if normalized is None:
+        normalized = _normalize_tool_name(name)
+        if name is not None and len(name) <= REMEMBERED_NAME_CHARS:
+            _NORMALIZED_NAMES.keep(name, normalized)
+    return normalized
+
+
+def _normalize_tool_name(name: str | None) -> str:
     normalized = js_trim(name or "tool").lower()
     if not normalized or len(normalized) > 128 or not _TOOL_NAME.match(normalized):
         return "undefined"
