@@ -87,6 +87,7 @@ def test_frozen_states_are_kept_in_an_unnamed_file_closed_with_the_engine(tmp_pa
                                                                            monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     process = psutil.Process()
+    gc.collect()        # earlier tests' garbage holding files would be collected below
     fds_before = process.num_fds()
     engine = DetectionEngine(Config())
     sid = _two_sessions(engine)
