@@ -18,7 +18,7 @@ from monitor.detect.findings import Finding
 from monitor.detect.frozen import FrozenStates
 from monitor.detect.gateway_notice import loop_finding_message, openclaw_loop_line
 from monitor.detect.hibernate import SessionSummary, restore
-from monitor.detect.jsstable import JS_WHITESPACE
+from monitor.detect.jsstable import js_trim
 from monitor.detect.outcome_keys import DeferredBodies
 from monitor.detect.session_state import SessionState
 from monitor.detect.settings import Settings, build_settings
@@ -49,7 +49,7 @@ def run_scope(run_id: str | None) -> str | None:
     """``normalizeOptionalString(runId)``."""
     if type(run_id) is not str:
         return None
-    return run_id.strip(JS_WHITESPACE) or None
+    return js_trim(run_id) or None
 
 
 class DetectionEngine:
@@ -78,7 +78,7 @@ class DetectionEngine:
             return self._on_notice(session_key, agent_id, event)
         if kind not in TRANSCRIPT_EVENT_TYPES or not event.session_id:
             return []
-        settings = self._settings.get(agent_id or "") or self.settings_for(agent_id)
+        settings = self.settings_for(agent_id)
         if not settings.detection.enabled:
             return []
         state = self._state(event.session_id, session_key, agent_id, settings)

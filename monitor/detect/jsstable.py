@@ -34,7 +34,7 @@ class _Undefined:
 UNDEFINED: Any = _Undefined()
 
 _MAX_SAFE_INTEGER = 2**53
-JS_WHITESPACE = (
+_JS_WHITESPACE = (
     "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
     "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
@@ -45,7 +45,7 @@ _dumps_sorted = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort
 
 def js_trim(text: str) -> str:
     """``String.prototype.trim`` (Python's ``strip`` disagrees on a few characters)."""
-    return text.strip(JS_WHITESPACE)
+    return text.strip(_JS_WHITESPACE)
 
 
 def js_float(value: float | int) -> float:

@@ -13,8 +13,10 @@ from monitor.detect.memo import BoundedMemo
 from monitor.detect.remembered_digests import remembered_digest
 
 _TOOL_NAME = re.compile(r"^[a-z0-9._-]+$")
+#: Up to this many tool names of at most this many characters are remembered.
+REMEMBERED_NAMES = 256
 REMEMBERED_NAME_CHARS = 256
-_NORMALIZED_NAMES = BoundedMemo(256)
+_NORMALIZED_NAMES = BoundedMemo(REMEMBERED_NAMES)
 
 
 def normalize_tool_name(name: str | None) -> str:
