@@ -3,10 +3,14 @@ every session (running ones included) before history is read."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
+from pathlib import Path
+
 import pytest
 
 from monitor.demo.sim.simulator import Simulator
-from monitor.events import SessionInfo
+from monitor.events import SessionInfo, SourceNotice
 from monitor.pipeline import Monitor
 from monitor.snapshot_feed import SnapshotFeed
 from monitor.sources import sourceset
@@ -38,6 +42,7 @@ def test_first_poll_is_the_index_and_a_small_step(tmp_path, monkeypatch, era):
     transcript_events = [e for e in whole if not isinstance(e, SessionInfo)]
     assert len(transcript_events) > 2000
     monkeypatch.setattr(sourceset, "FIRST_POLL_BUDGET_BYTES", 16 * 1024)
+    monkeypatch.setattr(sourceset, "STEP_SECONDS", 600.0)   # the budget ends the step
     sources = SourceSet(state_dir=state_dir)
     first = sources.poll()
     index = [e for e in first if isinstance(e, SessionInfo)]
@@ -49,6 +54,54 @@ def test_first_poll_is_the_index_and_a_small_step(tmp_path, monkeypatch, era):
     origins = [e.origin for e in first + rest if hasattr(e, "origin")]
     assert len(origins) == len(set(origins)), "an event was read twice"
     assert sorted(origins) == sorted(e.origin for e in whole if hasattr(e, "origin"))
+
+
+def touch_index(state_dir: str, era: str) -> None:
+    """Change one session's update time in the index, as the gateway does on every run."""
+    agent = Path(state_dir) / "agents" / "main"
+    if era == "legacy":
+        index = agent / "sessions" / "sessions.json"
+        entries = json.loads(index.read_text())
+        entry = entries[min(entries)]
+        entry["updatedAt"] = entry.get("updatedAt", 0) + 1
+        index.write_text(json.dumps(entries))
+        return
+    [database] = (agent / "agent").glob("*.sqlite")
+    with sqlite3.connect(database) as conn:
+        conn.execute("UPDATE session_nodes SET updated_at = "
+                     "(SELECT max(updated_at) FROM session_nodes) + 1 "
+                     "WHERE rowid = (SELECT min(rowid) FROM session_nodes)")
+
+
+@pytest.mark.parametrize("era", ["sqlite", "legacy"])
+def test_an_index_that_takes_the_step_is_shown_before_any_transcript(tmp_path, monkeypatch,
+                                                                      era):
+    """When reading the index takes the step's time (10,000 sessions), the poll ends with
+    it, so the board shows every session before a transcript is listed; never two polls in
+    a row, so an index rewritten on every poll does not keep the transcripts waiting."""
+    state_dir = simulate(tmp_path, era)
+    whole = read_all(SourceSet(state_dir=state_dir))
+    monkeypatch.setattr(sourceset, "STEP_SECONDS", 0.0)
+    sources = SourceSet(state_dir=state_dir)
+    first = sources.poll()
+    assert first and all(isinstance(e, (SessionInfo, SourceNotice)) for e in first)
+    assert len({e.key for e in first if isinstance(e, SessionInfo)}) == len(SCENARIOS) * 3
+    assert sources.behind
+    polls = [first]
+    ended = [[source.index_ended_poll for source in sources.sources]]
+    for _ in range(6):
+        touch_index(state_dir, era)
+        polls.append(sources.poll())
+        ended.append([source.index_ended_poll for source in sources.sources])
+        assert not any(map(bool.__and__, ended[-2], ended[-1])), "two polls ended at the index"
+    assert sum(map(any, ended)) == 4
+    monkeypatch.setattr(sourceset, "STEP_SECONDS", 0.1)
+    polls.append(read_all(sources))
+    origins = [e.origin for poll in polls for e in poll
+               if hasattr(e, "origin") and not isinstance(e, SessionInfo)]
+    assert len(origins) == len(set(origins)), "an event was read twice"
+    assert sorted(origins) == sorted(e.origin for e in whole
+                                     if hasattr(e, "origin") and not isinstance(e, SessionInfo))
 
 
 def test_the_feed_releases_the_whole_index_in_its_first_slice(tmp_path):

@@ -55,6 +55,8 @@ class Source:
     #: done at least one) and sets ``behind``; None: no limit. Set by ``SourceSet.poll`` so
     #: a step (and with it a stop signal or a quit key) never waits long.
     deadline: float | None = None
+    #: The last poll ended after the index (``index_went_first``).
+    index_ended_poll: bool = False
     #: Set by the monitor when it detects only on the present: entries it will only count
     #: are read light (``transcript_light``). Sources with an index of their own use it.
     count_only: CountOnly | None = None
@@ -109,6 +111,17 @@ class Source:
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def index_went_first(self, records: list) -> bool:
+        """Whether this poll ends with the index's ``records``, setting ``behind``: reading
+        them took the step's time (a large index, as in a first scan), so they are folded
+        and shown before any transcript is listed or read. Never two polls in a row, so
+        transcripts are read however often the index changes."""
+        ends = bool(records) and not self.index_ended_poll and self.out_of_time()
+        self.index_ended_poll = ends
+        if ends:
+            self.behind = True
+        return ends
 
     def note_changed(self, paths: set[str] | None) -> None:
         """Paths the waker saw change (None: it could not tell which); a source that polls

@@ -173,6 +173,8 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
         out: list = []
         self._read_index(out)
         self.note_running(out)
+        if self.index_went_first(out):
+            return out
         self._follow_new(self._transcript_paths())
         if not self._split_planned and self._order:
             self._start_split()

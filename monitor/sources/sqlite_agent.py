@@ -137,7 +137,8 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, UnreadSessions, Ev
             try:
                 self._read_sessions(conn, pending)
                 self.note_running(pending)
-                self._read_transcripts(conn, pending)
+                if not self.index_went_first(pending):
+                    self._read_transcripts(conn, pending)
             finally:
                 conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:
