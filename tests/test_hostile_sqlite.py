@@ -21,13 +21,15 @@ from pathlib import Path
 
 import pytest
 from chaos_writer import AGENT_DDL, assistant_tool_call, dumps, session_header
+from hypothesis import given
+from hypothesis import strategies as st
 
 from monitor.act.background_execs import running_background_execs
 from monitor.act.exec_calls import recent_exec_calls
 from monitor.events import SourceError, ToolCall
 from monitor.sources import sqlite_event_rows
 from monitor.sources.sqlite_agent import SqliteAgentSource
-from monitor.sources.sqlite_ro import BadRow, check_row
+from monitor.sources.sqlite_ro import BadRow, check_each, check_row
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD_SID = "11111111-2222-3333-4444-555555555555"
@@ -249,6 +251,31 @@ def test_check_row_accepts_only_the_declared_types():
                 ("k", 1)):
         with pytest.raises(BadRow):
             check_row(row, spec)
+
+
+SQL_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63 - 1),
+                       st.integers(0, 2**53 + 2), st.floats(allow_nan=False), st.text(max_size=4),
+                       st.binary(max_size=4))
+
+
+@given(st.lists(st.sampled_from(("int", "int?", "text", "text?", "opt-text")),
+                min_size=1, max_size=6).flatmap(
+    lambda kinds: st.tuples(st.just(tuple((f"c{at}", kind) for at, kind in enumerate(kinds))),
+                            st.lists(SQL_VALUES, min_size=len(kinds) - 1,
+                                     max_size=len(kinds) + 1).map(tuple))))
+def test_check_row_fast_path_agrees_with_the_value_by_value_check(spec_and_row):
+    """The fast path of plain rows gives what the check value by value gives: the same
+    row, or the same refusal."""
+    spec, row = spec_and_row
+    try:
+        expected: object = check_each(row, spec)
+    except BadRow as exc:
+        expected = ("refused", str(exc))
+    try:
+        got: object = check_row(row, spec)
+    except BadRow as exc:
+        got = ("refused", str(exc))
+    assert got == expected and type(got) is type(expected)
 
 
 # ------------------------------------------------------------------ stop --kill evidence

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from monitor.act.background_execs import running_background_execs
 from monitor.act.exec_calls import recent_exec_calls
@@ -35,7 +37,12 @@ from monitor.snapshot_builder import SnapshotBuilder
 from monitor.sources.legacy import LegacySessionsSource
 from monitor.sources.sourceset import SourceSet
 from monitor.sources.sqlite_agent import SqliteAgentSource
-from monitor.sources.transcript_names import session_file_path
+from monitor.sources.transcript_names import (
+    is_sidecar,
+    placed_session_file,
+    session_file_path,
+    sidecar_base,
+)
 
 NOW = time.time()
 SID = "0b6f3c7e-5d1a-4c1e-9f3a-2a7d8e9c1b10"
@@ -448,6 +455,35 @@ def test_a_session_file_from_another_machine_is_found_by_name_inside_the_session
         assert found is None or not os.path.exists(found) or (
             os.path.dirname(os.path.abspath(found)) == str(sessions)
             and found.endswith(".jsonl")), recorded
+
+
+PATH_PARTS = st.sampled_from(("sessions", "..", ".", "", "a b", "x\\y", f"{SID}.jsonl",
+                               f"{SID}.trajectory.jsonl", f"{SID}.JSONL", "..jsonl"))
+PATHS = st.lists(PATH_PARTS, min_size=1, max_size=5).map("/".join)
+
+
+@given(sessions_dir=PATHS, session_file=PATHS, absolute=st.booleans())
+def test_a_session_file_in_the_sessions_dir_is_placed_as_every_case_would_place_it(
+        sessions_dir: str, session_file: str, absolute: bool) -> None:
+    """The shortcut for a ``sessionFile`` written as the sessions dir and a name gives what
+    looking through every case gives."""
+    sessions_dir = "/" + sessions_dir if absolute else sessions_dir
+    for recorded in (session_file, "/" + session_file,
+                     os.path.join(sessions_dir, session_file.rsplit("/", 1)[-1])):
+        name = recorded.replace("\\", "/").rsplit("/", 1)[-1]
+        found = session_file_path(sessions_dir, {"sessionFile": recorded}, set())
+        if recorded and not sidecar_base(name):
+            assert found == placed_session_file(sessions_dir, recorded, name, set())
+
+
+@given(st.lists(st.sampled_from((SID, ".jsonl", ".JSONL", ".trajectory", "-path.json",
+                                 ".checkpoint.", "12345678-1234-4234-8234-123456789abc",
+                                 ".reset.", ".deleted.", "2026", "/", ".")),
+                max_size=7).map("".join))
+@example(f"{SID}.trajectory.jsonl")
+@example(f"d/{SID}.jsonl")
+def test_a_plain_transcript_name_is_told_from_sidecars_as_every_rule_would(name: str) -> None:
+    assert is_sidecar(name) == sidecar_base(os.path.basename(name))
 
 
 def test_evidence_reads_a_transcript_whose_session_file_is_a_docker_path(

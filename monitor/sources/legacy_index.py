@@ -50,6 +50,8 @@ class IndexEntry(msgspec.Struct):
 
 
 _ENTRY_FIELDS = IndexEntry.__struct_fields__
+#: The types of a decoded value that ``untrusted_json`` may clip (msgspec gives exactly these).
+_CONTAINER_TYPES = frozenset((list, dict))
 _decode_top = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_entry = msgspec.json.Decoder(IndexEntry).decode
 
@@ -81,19 +83,27 @@ def _entry_by_entry(data: bytes) -> dict[str, IndexEntry] | None:
     entries = {}
     for key, raw in raws.items():
         try:
-            entry = _decode_entry(raw)
-            if not any(isinstance(getattr(entry, name), (list, dict)) for name in _ENTRY_FIELDS):
-                entries[key] = entry
-                continue
-        except (msgspec.MsgspecError, ValueError, RecursionError):
-            pass
-        try:        # refused, or a container that ``untrusted_json`` clips where deep
-            value = untrusted_json.loads(bytes(raw))
+            entry = decode_index_entry(raw)
         except ValueError:
             return None
-        if isinstance(value, dict):
-            entries[key] = _from_dict(value)
+        if entry is not None:
+            entries[key] = entry
     return entries
+
+
+def decode_index_entry(raw: msgspec.Raw | bytes | str) -> IndexEntry | None:
+    """One index entry (a value of ``sessions.json``, a ``session_nodes.entry_json``) as
+    ``untrusted_json`` reads it; None when it is no JSON object. Raises ValueError when it
+    is no JSON at all."""
+    try:
+        entry = _decode_entry(raw)
+        if _CONTAINER_TYPES.isdisjoint(map(type, msgspec.structs.astuple(entry))):
+            return entry
+    except (msgspec.MsgspecError, ValueError, RecursionError):
+        pass
+    # refused, or a container that ``untrusted_json`` clips where deep
+    value = untrusted_json.loads(bytes(raw) if isinstance(raw, msgspec.Raw) else raw)
+    return _from_dict(value) if isinstance(value, dict) else None
 
 
 def _from_dict(entry: dict) -> IndexEntry:
@@ -147,10 +157,11 @@ class SessionIndexReader:
         # Kept: what the listing reads later.
         self._index = {k: {} if v.sessionFile is msgspec.UNSET else {"sessionFile": v.sessionFile}
                        for k, v in entries.items()}
+        origin = self.index_path + "#"
         for key, entry in entries.items():
             if not self.wants_session(entry.sessionId):
                 continue
-            record = self._session_info(key, entry)
+            record = self._session_info(key, entry, origin)
             if record is None:
                 continue
             version = (record.session_id, record.status, record.updated_at, record.total_tokens)
@@ -167,7 +178,8 @@ class SessionIndexReader:
                     "(the transcripts beside it are still read)")
         return index_entries(data)
 
-    def _session_info(self, key: str, entry: IndexEntry) -> SessionInfo | None:
+    def _session_info(self, key: str, entry: IndexEntry, origin: str) -> SessionInfo | None:
+        """The record of ``entry``; ``origin``: the index's path and ``#``."""
         sid = entry.sessionId
         if not isinstance(sid, str):
             return None
@@ -180,5 +192,5 @@ class SessionIndexReader:
             updated_at=parse_timestamp(entry.updatedAt),
             input_tokens=sane_count(entry.inputTokens),
             output_tokens=sane_count(entry.outputTokens),
-            total_tokens=sane_count(entry.totalTokens), origin=f"{self.index_path}#{key}",
+            total_tokens=sane_count(entry.totalTokens), origin=origin + key,
         )

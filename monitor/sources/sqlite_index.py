@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import sqlite3
 
-from monitor import untrusted_json
 from monitor.events import SessionInfo
+from monitor.sources.legacy_index import IndexEntry, decode_index_entry
 from monitor.sources.sqlite_ro import BadRow, check_row
 from monitor.sources.transcript import epoch_seconds, sane_count
+from monitor.sources.transcript import text_or_none as _text
 
 NODE_COLUMNS = ("session_key", "current_session_id", "entry_json", "status", "updated_at",
                 "label", "display_name")
@@ -27,6 +28,9 @@ NODE_SPEC = (("session_key", "text"), ("current_session_id", "text"), ("entry_js
              ("display_name", "opt-text"))
 WINDOW_SPEC = (("session_id", "text"), ("session_key", "text"), ("status", "opt-text"),
                ("model", "opt-text"), ("model_provider", "opt-text"), ("updated_at", "int?"))
+
+
+_NO_ENTRY = IndexEntry()
 
 
 class SessionIndexRows:
@@ -103,27 +107,20 @@ class SessionIndexRows:
             return None
         self._node_versions[key] = version
         try:
-            entry = untrusted_json.loads(entry_json) if entry_json else {}
+            entry = decode_index_entry(entry_json) if entry_json else None
         except ValueError:
-            entry = {}
-        if not isinstance(entry, dict):
-            entry = {}
-
+            entry = None
+        if entry is None:
+            entry = _NO_ENTRY
         return SessionInfo(
-            key=key, session_id=sid, agent_id=self.agent_id,
-            model=entry.get("model") if isinstance(entry.get("model"), str) else None,
-            provider=entry.get("modelProvider")
-            if isinstance(entry.get("modelProvider"), str) else None,
-            status=status or (entry.get("status") if isinstance(entry.get("status"), str)
-                              else None),
-            run_id=entry.get("lastRunId") if isinstance(entry.get("lastRunId"), str) else None,
-            active_run_id=entry.get("activeWriterRunId")
-            if isinstance(entry.get("activeWriterRunId"), str) else None,
-            aborted_last_run=entry.get("abortedLastRun") is True,
+            key=key, session_id=sid, agent_id=self.agent_id, model=_text(entry.model),
+            provider=_text(entry.modelProvider), status=status or _text(entry.status),
+            run_id=_text(entry.lastRunId), active_run_id=_text(entry.activeWriterRunId),
+            aborted_last_run=entry.abortedLastRun is True,
             label=label or display_name,
             updated_at=epoch_seconds(updated / 1000.0) if updated else None,
-            input_tokens=sane_count(entry.get("inputTokens")),
-            output_tokens=sane_count(entry.get("outputTokens")),
-            total_tokens=sane_count(entry.get("totalTokens")),
+            input_tokens=sane_count(entry.inputTokens),
+            output_tokens=sane_count(entry.outputTokens),
+            total_tokens=sane_count(entry.totalTokens),
             origin=f"{self.path}#node:{key}",
         )

@@ -35,6 +35,13 @@ def is_sidecar(name: str) -> bool:
     """Whether a file name (or path) is a sidecar or a compaction checkpoint, or an
     archive of one (``<id>.trajectory.jsonl.reset.<ts>``): never a transcript."""
     base = os.path.basename(name)
+    if base.endswith(".jsonl") and base.count(".") == 1:
+        return False                        # <id>.jsonl: each of the others has a dot more
+    return sidecar_base(base)
+
+
+def sidecar_base(base: str) -> bool:
+    """``is_sidecar`` of a base name, every name looked through."""
     for marker in ARCHIVE_MARKERS:
         at = base.find(marker)
         if at >= 0:
@@ -78,6 +85,16 @@ def session_file_path(sessions_dir: str, entry: dict,
     name = session_file.replace("\\", "/").rsplit("/", 1)[-1]
     if is_sidecar(name):
         return None
+    if os.path.isabs(session_file) and name not in ("", ".", "..") \
+            and session_file == os.path.join(sessions_dir, name):
+        return session_file                 # in the sessions dir, as OpenClaw writes it
+    return placed_session_file(sessions_dir, session_file, name, names)
+
+
+def placed_session_file(sessions_dir: str, session_file: str, name: str,
+                        names: set[str] | None) -> str:
+    """``session_file_path`` of a ``sessionFile`` that is no sidecar, every case looked
+    through; ``name``: its last part."""
     recorded = os.path.join(sessions_dir, session_file)
     foreign = "\\" in session_file and os.sep != "\\"
     if not foreign and os.path.dirname(os.path.normpath(recorded)) == \
