@@ -36,7 +36,7 @@ from monitor.snapshot import (
     Snapshot,
     SourceLine,
 )
-from monitor.snapshot_feed import SnapshotFeed, shown
+from monitor.snapshot_feed import SnapshotFeed, shown, shown_repeated
 
 FINISHED = {"done": "done", "failed": "done", "timeout": "done",
             "killed": "stopped", "interrupted": "stopped"}
@@ -219,7 +219,7 @@ class SnapshotBuilder:
         row = BoardRow(
             session_id=state.session_id, key=state.key or state.session_id,
             label=shown(state.label or state.key or state.session_id[:8]),
-            agent=shown(state.agent_id or ""), model=shown(state.model or ""),
+            agent=shown_repeated(state.agent_id or ""), model=shown_repeated(state.model or ""),
             state=self._state_of(state, current, idle),
             tool_calls=state.tool_calls, tokens_in=tokens_in, tokens_out=tokens_out,
             burn_per_minute=burn.tokens_per_minute if burn else 0.0,
@@ -227,7 +227,7 @@ class SnapshotBuilder:
             worst_detector=worst.detector if worst else None,
             worst_level=worst.level if worst else None, worst_count=worst.count if worst else 0,
             last_ts=state.last_ts, idle_seconds=idle, alerts=state.findings_total,
-            source=shown(state.source or "openclaw", 20))
+            source=shown_repeated(state.source or "openclaw", 20))
         self._rows[state.session_id] = (version, row, current)
         return row
 

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from monitor.detect.memo import BoundedMemo
 from monitor.display import printable
 from monitor.events import (
     AssistantMessage,
@@ -31,6 +32,7 @@ from monitor.events import (
 from monitor.redaction import (
     clip,
     format_arguments,
+    known_secrets,
     redact,
     redact_text,
     redacted_cut,
@@ -284,6 +286,22 @@ def shown(text: str, limit: int = LABEL_CHARS) -> str:
     """``text`` redacted, cut to ``limit`` characters (… marks a cut), made printable."""
     text = redacted_start(text, limit)
     return printable(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+#: Distinct values ``shown_repeated`` remembers; past it, it starts over.
+REMEMBERED_SHOWN = 512
+_SHOWN_REPEATED = BoundedMemo(REMEMBERED_SHOWN)
+
+
+def shown_repeated(text: str, limit: int = LABEL_CHARS) -> str:
+    """``shown`` of a value that many rows share (an agent id, a model, a source kind),
+    remembered while the registered secrets stay the same: redacting those is most of the
+    first board of a large state dir."""
+    known = known_secrets()
+    remembered = _SHOWN_REPEATED.get((text, limit))
+    if remembered is not None and remembered[0] is known:
+        return remembered[1]
+    return _SHOWN_REPEATED.keep((text, limit), (known, shown(text, limit)))[1]
 
 
 def _plain_key(call: _Call, text: str) -> str:

@@ -28,6 +28,7 @@ from monitor.demo.sim.scenarios import Scenario, ScenarioEnv, ToolStep
 from monitor.demo.sim.session import FakeClock
 from monitor.demo.sim.simulator import Simulator
 from monitor.redaction import REDACTED, clipping, redact, redact_text, structured
+from monitor.snapshot_feed import shown_repeated
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -353,6 +354,16 @@ def test_argument_names_are_redacted_for_display():
     secret = CORPUS["anthropic"][1]
     assert redact({f"note {secret}": "x", "command": "ls"}) == {f"note {REDACTED}": "x",
                                                                 "command": "ls"}
+
+
+def test_a_value_shown_on_many_rows_is_masked_once_its_secret_is_registered():
+    """The board remembers how a repeated value (an agent id, a model) is shown: a secret
+    registered later (the gateway token, once connected) is masked in it all the same."""
+    model = "model-through-proxy-Qm7Rt2Wx9Kp4"
+    assert shown_repeated(model) == model
+    assert shown_repeated(model) is shown_repeated(model)
+    redaction.register_known_secret("Qm7Rt2Wx9Kp4")
+    assert shown_repeated(model) == f"model-through-proxy-{REDACTED}"
 
 
 def test_a_webhook_urls_secret_is_registered():

@@ -38,6 +38,7 @@ from monitor.redaction.structured import redact, redact_record
 from monitor.redaction.text import (
     MIN_KNOWN_SECRET,
     forget_known_secrets,
+    known_secrets,
     redact_text,
     register_known_secret,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "clip_redacted",
     "forget_known_secrets",
     "format_arguments",
+    "known_secrets",
     "redact",
     "redact_record",
     "redact_text",

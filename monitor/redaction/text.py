@@ -40,6 +40,12 @@ def forget_known_secrets() -> None:
         _known = ()
 
 
+def known_secrets() -> tuple[str, ...]:
+    """The registered secrets, as one tuple that is replaced, never changed, when they
+    change: what a memo of redacted texts compares (``is``) to know it is still right."""
+    return _known
+
+
 def redact_text(text: str) -> str:
     """``text`` with bearer tokens, API keys, passwords, private keys, URL credentials and
     every registered secret masked."""
