@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from monitor.act.background_execs import running_background_execs
 from monitor.act.exec_calls import recent_exec_calls
-from monitor.events import SourceError, ToolCall
+from monitor.events import SessionInfo, SourceError, ToolCall
 from monitor.sources import sqlite_event_rows
 from monitor.sources.sqlite_agent import SqliteAgentSource
 from monitor.sources.sqlite_ro import BadRow, check_each, check_row
@@ -240,6 +240,34 @@ def test_an_unexpected_failure_on_one_row_is_reported_and_the_poll_goes_on(tmp_p
     [error] = [e for e in events if isinstance(e, SourceError)]
     assert error.where == f"{GOOD_SID}:2" and "internal" in error.message
     assert source.seq_cursor[GOOD_SID] == 3
+
+
+def test_a_window_that_says_what_its_node_says_gives_no_second_record(tmp_path):
+    """A session's current window repeats its node (key, status, model, provider): read in
+    the same poll it gives no record (folded after the node's it would change nothing); an
+    earlier generation's window, and a window that changes later, give their own."""
+    db_path = tmp_path / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    db_path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.executescript(AGENT_DDL)
+    conn.execute("INSERT INTO session_nodes (session_key, current_session_id, entry_json, "
+                 "entry_valid, updated_at, status) VALUES (?, ?, ?, 1, ?, 'running')",
+                 (GOOD_KEY, GOOD_SID, dumps({"model": "m", "modelProvider": "p"}), NOW_MS))
+    for sid, status in ((OTHER_SID, "done"), (GOOD_SID, "running")):
+        conn.execute("INSERT INTO session_windows (session_id, session_key, created_at, "
+                     "updated_at, status, model_provider, model) VALUES (?, ?, 1, ?, ?, 'p', "
+                     "'m')", (sid, GOOD_KEY, NOW_MS, status))
+    source = SqliteAgentSource(str(db_path), "main")
+    infos = [e for e in source.poll() if isinstance(e, SessionInfo)]
+    assert [(e.session_id, e.status, e.origin.rsplit("#", 1)[1]) for e in infos] == [
+        (GOOD_SID, "running", f"node:{GOOD_KEY}"), (OTHER_SID, "done", f"window:{OTHER_SID}")]
+    conn.execute("UPDATE session_windows SET status = 'done', updated_at = ? "
+                 "WHERE session_id = ?", (NOW_MS + 1, GOOD_SID))
+    infos = [e for e in source.poll() if isinstance(e, SessionInfo)]
+    assert [(e.session_id, e.status, e.origin.rsplit("#", 1)[1]) for e in infos] == [
+        (GOOD_SID, "done", f"window:{GOOD_SID}")]
+    source.close()
+    conn.close()
 
 
 def test_check_row_accepts_only_the_declared_types():

@@ -60,6 +60,11 @@ class SessionIndexRows:
         return "coalesce(updated_at, 0) >= ?"
 
     def _read_sessions(self, conn: sqlite3.Connection, out: list) -> None:
+        """The changed rows of ``session_nodes``, then of ``session_windows``. A window that
+        says what its node's record of this poll says (key, status, model, provider) gives
+        no record: folded after it, it would change nothing (10,000 of them on a first
+        scan)."""
+        given: dict[str, tuple] = {}
         if {"session_key", "current_session_id"} <= self._columns.get("session_nodes", set()):
             sql = (f"SELECT {self._rowid['session_nodes']}, "
                    f"{self._select('session_nodes', NODE_COLUMNS)} FROM session_nodes "
@@ -77,6 +82,8 @@ class SessionIndexRows:
                     continue
                 if record is not None:
                     out.append(record)
+                    given[record.session_id] = (record.key, record.status, record.model,
+                                                record.provider)
                 self.nodes_watermark = max(self.nodes_watermark, row[4] or 0)
         if {"session_id", "session_key"} <= self._columns.get("session_windows", set()):
             sql = (f"SELECT {self._rowid['session_windows']}, "
@@ -93,9 +100,12 @@ class SessionIndexRows:
                     continue
                 if self.wants_session(sid):
                     self._node_versions["w:" + sid] = version
-                    out.append(SessionInfo(key=key, session_id=sid, agent_id=self.agent_id,
-                                           model=model, provider=provider, status=status,
-                                           origin=f"{self.path}#window:{sid}"))
+                    if given.get(sid) != (key, status, model, provider):
+                        out.append(SessionInfo(key=key, session_id=sid,
+                                               agent_id=self.agent_id,
+                                               model=model, provider=provider,
+                                               status=status,
+                                               origin=f"{self.path}#window:{sid}"))
                 self.windows_watermark = max(self.windows_watermark, updated or 0)
 
     def _session_from_node(self, row: tuple) -> SessionInfo | None:
