@@ -39,9 +39,12 @@ be split so. Prefer the file log where there is one.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from monitor import untrusted_json
 from monitor.events import GatewayNotice
+from monitor.sources.log_line_tslog import UNSET, decode_tslog
 from monitor.sources.transcript import parse_timestamp
 
 ID_FIELD_NAMES = frozenset({
@@ -100,8 +103,8 @@ class MalformedLogLine(ValueError):
     pass
 
 
-def _subsystem_of(record: dict) -> str | None:
-    bindings = record.get("0")
+def _subsystem_of(bindings: Any) -> str | None:
+    """The subsystem of a line's bindings (``"0"``), when they are a JSON object's text."""
     if not isinstance(bindings, str) or not bindings.startswith("{"):
         return None
     if bindings in _SUBSYSTEM_OF_BINDINGS:
@@ -120,21 +123,18 @@ def _subsystem_of(record: dict) -> str | None:
     return subsystem
 
 
-def _message_of(record: dict, has_subsystem: bool) -> tuple[str, dict | None]:
-    """The last positional string, and the structured object when one was logged."""
+def _message_of(arguments: Sequence, message_field: Any) -> tuple[str, dict | None]:
+    """The last string of the positional ``arguments`` (``message_field`` when there is
+    none), and the first object among them, the structured one, when one was logged."""
     structured = None
     message = None
-    index = 1 if has_subsystem else 0
-    while str(index) in record:
-        value = record[str(index)]
+    for value in arguments:
         if isinstance(value, str):
             message = value
         elif isinstance(value, dict) and structured is None:
             structured = value
-        index += 1
     if message is None:
-        fallback = record.get("message")
-        message = fallback if isinstance(fallback, str) else ""
+        message = message_field if isinstance(message_field, str) else ""
     return message, structured
 
 
@@ -243,6 +243,16 @@ def parse_log_line(data: bytes, origin: str = "") -> GatewayNotice:
         notice = parse_console_line(text, origin) or _parse_short_iso(text, origin)
         if notice is not None:
             return notice
+    else:
+        line = decode_tslog(text)
+        if line is not None:
+            meta = line.meta
+            notice = _tslog_notice(line.positional(), line.message, meta.logLevelName, meta.date,
+                                   line.time, line.traceId,
+                                   {"session_id": line.session_id, "agent_id": line.agent_id},
+                                   origin)
+            if notice is not None:
+                return notice
     try:
         record = untrusted_json.loads(text)
     except ValueError as exc:
@@ -262,15 +272,31 @@ def parse_log_line(data: bytes, origin: str = "") -> GatewayNotice:
 
 def _parse_tslog(record: dict, origin: str) -> GatewayNotice:
     meta = record.get("_meta") if isinstance(record.get("_meta"), dict) else {}
-    subsystem = _subsystem_of(record)
-    message, structured = _message_of(record, subsystem is not None)
-    if not message and structured is None and "0" not in record and "message" not in record:
+    positional = []
+    while (key := str(len(positional))) in record:
+        positional.append(record[key])
+    notice = _tslog_notice(positional, record.get("message", UNSET), meta.get("logLevelName"),
+                           meta.get("date"), record.get("time"), record.get("traceId"), record,
+                           origin)
+    if notice is None:
         raise MalformedLogLine("not a tslog record (no message)")
-    level = meta.get("logLevelName") if isinstance(meta.get("logLevelName"), str) else "INFO"
-    trace_id = record.get("traceId") if isinstance(record.get("traceId"), str) else None
-    return _notice(level, subsystem, message,
-                   parse_timestamp(record.get("time")) or parse_timestamp(meta.get("date")),
-                   origin, structured=structured, record=record, trace_id=trace_id)
+    return notice
+
+
+def _tslog_notice(positional: Sequence, message_field: Any, level: Any, date: Any, time: Any,
+                  trace_id: Any, record: dict, origin: str) -> GatewayNotice | None:
+    """The notice of a tslog line from what it holds (``positional``: the values of ``"0"``,
+    ``"1"``... up to the first key it lacks; ``UNSET`` for a ``message`` it lacks), or None
+    when it holds no message at all."""
+    subsystem = _subsystem_of(positional[0] if positional else None)
+    message, structured = _message_of(positional[1 if subsystem is not None else 0:],
+                                      message_field)
+    if not message and structured is None and not positional and message_field is UNSET:
+        return None
+    return _notice(level if isinstance(level, str) else "INFO", subsystem, message,
+                   parse_timestamp(time) or parse_timestamp(date), origin,
+                   structured=structured, record=record,
+                   trace_id=trace_id if isinstance(trace_id, str) else None)
 
 
 def _parse_json_console(record: dict, origin: str, ts: float | None = None) -> GatewayNotice:
