@@ -329,3 +329,61 @@ def test_a_huge_tool_name_is_kept_redacted_and_cut_by_both_reads():
         names = [e.name for e in light + full if isinstance(e, ToolCall | ToolResult)]
         assert len(names) == 2 and names[0] == names[1]
         assert names[0].startswith("exec «redacted» nnn") and len(names[0]) <= 1000
+
+
+# ---------------------------------------------------------------- lines counted at once
+
+ODD_LINES = st.sampled_from([b"", b"   ", b"\xc2\xa0", b"\xff\xfe{}", b'{"type":"x\x00"}',
+                             b"not json", b'{"type":"message","message":"x"}'])
+
+
+def _summed_run_output(lines: list[bytes], history: set[str], at_once: bool) -> tuple:
+    """What a legacy source in a quiet first scan gives for ``lines`` of session "sid":
+    one line at a time through ``SummedRun.add``, or ``add_lines``. A line read in full
+    that is after the cutoff ends the session's history, as a monitor's view would."""
+    from monitor.sources.legacy import LegacySessionsSource
+    from monitor.sources.tail_state import Line
+    from monitor.sources.transcript_light import SummedRun
+
+    source = LegacySessionsSource("/nonexistent", "main")
+    seen_present: set[str] = set()
+    source.count_only = CountOnly(parse_timestamp("2026-11-29T14:30:00Z"),
+                                  lambda sid: sid in history and sid not in seen_present)
+    out: list = []
+    run = SummedRun(source, "sid", out)
+    tail_lines = [Line("t.jsonl", index, data) for index, data in enumerate(lines)]
+
+    def add(line):
+        given = len(out)
+        run.add(source.emit_line, line)
+        if any(getattr(e, "counted_only", None) is False for e in out[given:]):
+            seen_present.add("sid")
+
+    if at_once:
+        run.add_lines(tail_lines, add)
+    else:
+        for line in tail_lines:
+            add(line)
+    run.close()
+    return (msgspec.json.encode(out), source.events, source.errors,
+            [e.where for e in source.error_samples])
+
+
+def _user_line(timestamp: str) -> bytes:
+    return json.dumps({"type": "message", "timestamp": timestamp, "message": {
+        "role": "user", "content": "go", "idempotencyKey": "r9:user"}}).encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(transcript_lines, ODD_LINES,
+                          *[plain_entries.map(lambda e: json.dumps(e).encode())] * 3),
+                max_size=12), st.booleans())
+@example([_user_line("2026-11-29T14:00:00Z"), _user_line("2026-11-29T15:00:00Z"),
+          _user_line("2026-11-29T14:10:00Z")], True)
+def test_lines_counted_at_once_give_what_they_give_one_at_a_time(lines, history):
+    """``SummedRun.add_lines`` (a first scan's history counted without the calls of each
+    line) gives the events, sums, counts and errors that adding each line gives: for blank,
+    broken and present lines among history, and for a session that is not history."""
+    sessions = {"sid"} if history else set()
+    assert _summed_run_output(lines, sessions, True) == \
+        _summed_run_output(lines, sessions, False)

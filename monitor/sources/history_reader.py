@@ -100,8 +100,7 @@ def _transcript_parts(request: HistoryRequest, count_only, newest: dict, given, 
                                 else is_archive)
         while True:
             part = _Part(source, sid, count_only.since, newest)
-            for line in follower.poll(max_bytes=request.part_bytes):
-                part.add(source.emit_line, line)
+            part.add_lines(source.emit_line, follower.poll(max_bytes=request.part_bytes))
             last = not follower.behind
             if last:
                 follower.suspend()
@@ -170,6 +169,11 @@ class _Part:
             if ts is not None and ts >= self.since:
                 self.newest[self.sid] = ts
         return returned
+
+    def add_lines(self, read, lines) -> None:
+        """``add(read, line)`` of each transcript line, history counted at once
+        (``SummedRun.add_lines``)."""
+        self.run.add_lines(lines, lambda line: self.add(read, line))
 
     def finish(self, state, last: bool, size: int, *, rows: int = 0,
                notices: list | None = None, suspended: tuple | None = None) -> HistoryPart:

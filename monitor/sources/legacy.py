@@ -217,8 +217,7 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
                         for line in lines:
                             self.emit_line(sid, line, out)
                     else:
-                        for line in lines:
-                            summing.add(self.emit_line, line)
+                        summing.add_lines(lines)
                     if not follower.behind or budget <= 0 or self.out_of_time():
                         break
             finally:

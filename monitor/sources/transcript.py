@@ -140,12 +140,16 @@ def _text_field(record: dict, name: str) -> str | None:
 
 
 def run_id_of(message: dict) -> str | None:
-    meta = message.get("__openclaw")
+    return run_id_from(message.get("__openclaw"), message.get("idempotencyKey"))
+
+
+def run_id_from(meta: Any, idempotency_key: Any) -> str | None:
+    """The run of a message: its ``__openclaw.runId``, else a user message's
+    ``idempotencyKey`` without its ``:user``."""
     if isinstance(meta, dict) and isinstance(meta.get("runId"), str):
         return meta["runId"]
-    key = message.get("idempotencyKey")
-    if isinstance(key, str) and key.endswith(":user"):
-        return key[: -len(":user")]
+    if isinstance(idempotency_key, str) and idempotency_key.endswith(":user"):
+        return idempotency_key[: -len(":user")]
     return None
 
 

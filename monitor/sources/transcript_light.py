@@ -38,7 +38,7 @@ from monitor.sources.transcript import (
     TOOL_CALL_ITEM_TYPES,
     parse_timestamp,
     parse_usage,
-    run_id_of,
+    run_id_from,
     tool_name,
 )
 from monitor.sources.transcript import text_or_none as _text
@@ -242,6 +242,35 @@ class SummedRun:
             out[mark:mark] = held
         return returned
 
+    def add_lines(self, lines, add: Callable | None = None) -> None:
+        """``add(line)`` of each transcript line (``tail.Line``) of ``lines``, by default
+        ``self.add(source.emit_line, line)``. A line the source would only count is counted
+        here, as ``emit_line`` would count it, without the calls in between: history is most
+        of a first scan's lines. Any other line goes through ``add``: one ``count_into``
+        refuses (blank, not UTF-8, a NUL byte, not JSON, to be read in full), after which
+        the session may no longer be history."""
+        source, summed = self.source, self.summed
+        if add is None:
+            emit_line = source.emit_line
+            add = lambda line: self.add(emit_line, line)  # noqa: E731
+        count_only = source.count_only
+        counting = self._counting()
+        for line in lines:
+            if counting:
+                count = count_into(summed, line.data, f"{line.path}@{line.offset}", count_only)
+                if count is not None:
+                    source.events += count
+                    continue
+            add(line)
+            counting = self._counting()
+
+    def _counting(self) -> bool:
+        """Whether the source only counts this session's entries now (``Source.counted``)."""
+        source = self.source
+        count_only = source.count_only
+        return count_only is not None and self.sid not in source.running_sessions \
+            and count_only.session_is_history(self.sid)
+
     def close(self) -> None:
         self.summed.flush_to(self.out)
         self.source.counted_sum = None
@@ -258,7 +287,7 @@ def _ignored(text: str, entry: _Entry, count_only: CountOnly) -> list | None:
 
 
 def _run_id(message: _Message) -> str | None:
-    return run_id_of({"__openclaw": message.openclaw, "idempotencyKey": message.idempotencyKey})
+    return run_id_from(message.openclaw, message.idempotencyKey)
 
 
 def _assistant(message: _Message, session_id: str, origin: str, ts: float) -> list:
