@@ -387,3 +387,56 @@ def test_lines_counted_at_once_give_what_they_give_one_at_a_time(lines, history)
     sessions = {"sid"} if history else set()
     assert _summed_run_output(lines, sessions, True) == \
         _summed_run_output(lines, sessions, False)
+
+
+ODD_SEQS = st.one_of(st.integers(min_value=-2, max_value=2**64), st.none(), st.text(max_size=3),
+                     st.floats(allow_nan=False))
+
+
+def _summed_rows_output(rows: list[tuple], history: bool, at_once: bool) -> tuple:
+    """What an agent database's source in a quiet first scan gives for ``rows`` of session
+    "sid" (``read_row`` through the run, or ``add_row``), as ``_summed_run_output``."""
+    from monitor.sources.sqlite_agent import SqliteAgentSource
+    from monitor.sources.transcript_light import SummedRun
+
+    source = SqliteAgentSource("/nonexistent/agent.sqlite", "main")
+    seen_present: set[str] = set()
+    source.count_only = CountOnly(parse_timestamp("2026-11-29T14:30:00Z"),
+                                  lambda sid: history and sid not in seen_present)
+    out: list = []
+    run = SummedRun(source, "sid", out)
+    sizes = []
+    for row in rows:
+        given = len(out)
+        sizes.append(source.add_row("sid", row, out, run) if at_once
+                     else run.add(source.read_row, row))
+        if any(getattr(e, "counted_only", None) is False for e in out[given:]):
+            seen_present.add("sid")
+            run._counting_now = run._counting()
+    run.close()
+    return (msgspec.json.encode(out), sizes, source.events, source.errors,
+            [e.where for e in source.error_samples], dict(source.seq_cursor))
+
+
+def _as_row(seq, line: bytes, as_text: bool) -> tuple:
+    try:
+        event = line.decode("utf-8") if as_text else line
+    except UnicodeDecodeError:
+        event = line
+    return (seq, event, None, None, 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.integers(min_value=0, max_value=99), ODD_SEQS),
+                          st.one_of(transcript_lines, ODD_LINES,
+                                    *[plain_entries.map(lambda e: json.dumps(e).encode())] * 3),
+                          st.booleans()), max_size=10),
+       st.booleans())
+@example([(1, _user_line("2026-11-29T14:00:00Z"), True),
+          (2, _user_line("2026-11-29T15:00:00Z"), True),
+          (3, _user_line("2026-11-29T14:10:00Z"), True)], True)
+def test_rows_counted_at_once_give_what_they_give_one_at_a_time(rows, history):
+    """``EventRows.add_row`` gives the events, sums, sizes, counts, errors and seq cursor
+    that ``read_row`` through the run gives, for odd seqs and events among history."""
+    rows = [_as_row(*row) for row in rows]
+    assert _summed_rows_output(rows, history, True) == _summed_rows_output(rows, history, False)

@@ -134,7 +134,7 @@ def _session_parts(request: HistoryRequest, count_only, newest: dict, given, sen
                         last = False
                         break
                     rows += 1
-                    size += part.add(source.read_row, row)
+                    size += part.add_row(sid, row)
             except sqlite3.DataError as exc:     # a value past the row cap: passed
                 source.pass_oversized_row_or_raise(exc, conn, sid, part.events, part)
                 last = False
@@ -174,6 +174,14 @@ class _Part:
         """``add(read, line)`` of each transcript line, history counted at once
         (``SummedRun.add_lines``)."""
         self.run.add_lines(lines, lambda line: self.add(read, line))
+
+    def add_row(self, sid: str, row: tuple) -> int:
+        """``add(source.read_row, row)``, a row of history counted at once
+        (``EventRows.count_row``)."""
+        source, events = self.source, self.events
+        return self.run.add_counted(
+            lambda summed, item: source.count_row(sid, item, events, summed),
+            lambda item: self.add(source.read_row, item), row)
 
     def finish(self, state, last: bool, size: int, *, rows: int = 0,
                notices: list | None = None, suspended: tuple | None = None) -> HistoryPart:

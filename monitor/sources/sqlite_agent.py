@@ -249,8 +249,7 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, UnreadSessions, Ev
                             self.behind = True
                             break
                         spent_rows += 1
-                        spent_bytes += self.read_row(sid, row, out) if summing is None \
-                            else summing.add(self.read_row, row)
+                        spent_bytes += self.add_row(sid, row, out, summing)
                 except sqlite3.DataError as exc:
                     self.pass_oversized_row_or_raise(exc, conn, sid, out, summing)
                     continue

@@ -27,6 +27,7 @@ from monitor.sources.sqlite_guard import is_too_big
 from monitor.sources.sqlite_open import MAX_ROW_BYTES
 from monitor.sources.sqlite_ro import sql_int, type_name
 from monitor.sources.transcript import UnknownEntry, parse_entry
+from monitor.sources.transcript_light import CountedSum, count_into
 
 
 class EventRows:
@@ -56,6 +57,34 @@ class EventRows:
                                                    f"{type(exc).__name__}: {exc}"))
         self.seq_cursor[sid] = seq
         return size
+
+    def count_row(self, sid: str, row: tuple, out: list, summed: CountedSum) -> int | None:
+        """``read_row`` of a row whose event JSON the source only counts, its events added
+        to ``summed`` (``SummedRun.add_counted``); None, having done nothing, for a row
+        ``read_row`` must read (a seq out of range, a zstd blob, JSON to read in full)."""
+        seq, event_json = row[0], row[1]
+        if not isinstance(event_json, (str, bytes)) or not event_json or sql_int(seq) is None:
+            return None
+        where = f"{sid}:{seq}"
+        try:
+            count = count_into(summed, event_json, f"{self.path}#{where}", self.count_only)
+        except Exception as exc:            # as read_row reports it, after the sums before it
+            summed.flush_to(out)
+            out.append(self.error(where, f"internal: row skipped: {type(exc).__name__}: {exc}"))
+            self.seq_cursor[sid] = seq
+            return 0
+        if count is None:
+            return None
+        self.events += count
+        self.seq_cursor[sid] = seq
+        return len(event_json)
+
+    def add_row(self, sid: str, row: tuple, out: list, summing) -> int:
+        """``read_row`` of ``row``, through ``summing`` (a ``SummedRun``) when not None."""
+        if summing is None:
+            return self.read_row(sid, row, out)
+        return summing.add_counted(lambda summed, item: self.count_row(sid, item, out, summed),
+                                   lambda item: summing.add(self.read_row, item), row)
 
     def pass_oversized_row_or_raise(self, exc: sqlite3.DataError, conn: sqlite3.Connection,
                                     sid: str, out: list, summing) -> None:

@@ -230,6 +230,7 @@ class SummedRun:
     def __init__(self, source, sid: str, out: list) -> None:
         self.source, self.sid, self.out = source, sid, out
         self.summed = source.counted_sum = CountedSum(sid)
+        self._counting_now = self._counting()
 
     def add(self, read, item):
         """``read(sid, item, out)``, what it returned."""
@@ -244,25 +245,35 @@ class SummedRun:
 
     def add_lines(self, lines, add: Callable | None = None) -> None:
         """``add(line)`` of each transcript line (``tail.Line``) of ``lines``, by default
-        ``self.add(source.emit_line, line)``. A line the source would only count is counted
-        here, as ``emit_line`` would count it, without the calls in between: history is most
-        of a first scan's lines. Any other line goes through ``add``: one ``count_into``
-        refuses (blank, not UTF-8, a NUL byte, not JSON, to be read in full), after which
-        the session may no longer be history."""
-        source, summed = self.source, self.summed
+        ``self.add(source.emit_line, line)``; a line the source would only count is counted
+        at once (``add_counted``)."""
+        source, summed, count_only = self.source, self.summed, self.source.count_only
         if add is None:
             emit_line = source.emit_line
             add = lambda line: self.add(emit_line, line)  # noqa: E731
-        count_only = source.count_only
-        counting = self._counting()
-        for line in lines:
-            if counting:
+        for line in lines:              # add_counted's loop, inline: this is the hot one
+            if self._counting_now:
                 count = count_into(summed, line.data, f"{line.path}@{line.offset}", count_only)
                 if count is not None:
                     source.events += count
                     continue
             add(line)
-            counting = self._counting()
+            self._counting_now = self._counting()
+
+    def add_counted(self, count: Callable, add: Callable, item):
+        """``add(item)``, unless the session is history now and ``count(summed, item)``
+        counts it: then what ``count`` returned. ``count`` does what the source's read of
+        ``item`` does for an entry it only counts, without the calls in between (history is
+        most of a first scan), or returns None, having done nothing: an item to read as
+        before (blank, not UTF-8, a NUL byte, not JSON, to be read in full), after which the
+        session may no longer be history."""
+        if self._counting_now:
+            counted = count(self.summed, item)
+            if counted is not None:
+                return counted
+        returned = add(item)
+        self._counting_now = self._counting()
+        return returned
 
     def _counting(self) -> bool:
         """Whether the source only counts this session's entries now (``Source.counted``)."""
