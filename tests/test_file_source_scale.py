@@ -530,6 +530,28 @@ def test_replay_of_hundreds_of_transcripts_under_a_descriptor_limit_of_128(tmp_p
     assert by_session == calls
 
 
+def test_live_polls_of_transcripts_already_read_never_look_at_the_storage_reads(tmp_path):
+    """Whether read-ahead pays is judged by the files a catch-up starts, and only by them:
+    polling transcripts already read (every poll of a live session) does not read the
+    process's storage counters, which costs a read of /proc on each window of files."""
+    sids = [f"s{n:02d}" for n in range(4)]
+    for sid in sids:
+        write_transcript(tmp_path / f"{sid}.jsonl", sid, 2)
+    write_index(tmp_path, sids)
+    source = LegacySessionsSource(str(tmp_path), "main")
+    while source.poll() or source.behind:
+        pass
+    looks = []
+    source._read_ahead._storage_reads = lambda: looks.append(1) or 0
+    for turn in range(2 * read_ahead.WINDOW_FILES):
+        for sid in sids:
+            append(tmp_path / f"{sid}.jsonl",
+                   (dumps(assistant_tool_call(f"{sid}-{turn}", turn)) + "\n").encode())
+        assert len([e for e in source.poll() if isinstance(e, ToolCall)]) == len(sids)
+    assert looks == []
+    source.close()
+
+
 def test_read_ahead_stops_while_files_come_from_the_page_cache(tmp_path, monkeypatch):
     """Hints cost system calls: after a window of files read without the disk none are
     given, after a window read from the disk they are again; where the storage reads

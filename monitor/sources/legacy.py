@@ -223,7 +223,8 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
             finally:
                 if summing is not None:
                     summing.close()
-            self._read_ahead.started(path, self._unstarted.pop(path, 0))
+            if path in self._unstarted:             # read for the first time
+                self._read_ahead.started(path, self._unstarted.pop(path))
             notices += follower.take_notices()
             if follower.behind:
                 stopped_at = path
