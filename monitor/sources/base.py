@@ -87,13 +87,19 @@ class Source:
                 else:
                     self.running_sessions.discard(record.session_id)
 
+    def only_counts(self, session_id: str) -> bool:
+        """Whether the monitor only counts this session's older entries now: it is history
+        by the monitor's view (``count_only``) and not running by this source's index."""
+        count_only = self.count_only
+        return count_only is not None and session_id not in self.running_sessions \
+            and count_only.session_is_history(session_id)
+
     def counted(self, text: str | bytes, session_id: str, origin: str) -> list | None:
         """The events of an entry read light, if the monitor only counts it (else None:
         read it in full); with ``counted_sum`` set, none: they are added to it."""
-        count_only = self.count_only
-        if count_only is None or session_id in self.running_sessions \
-                or not count_only.session_is_history(session_id):
+        if not self.only_counts(session_id):
             return None
+        count_only = self.count_only
         summed = self.counted_sum
         if summed is not None:
             count = count_into(summed, text, origin, count_only)

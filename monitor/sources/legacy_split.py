@@ -27,7 +27,7 @@ class LegacySplitting(SharesHistory):
             sid = self._session_ids[path]
             if path not in self._unstarted or self._followers[path].state() is not None \
                     or is_archive(path) or per_session[sid] != 1 \
-                    or not self._only_history(sid):
+                    or not self.only_counts(sid):
                 continue
             if self._unstarted[path]:
                 candidates.append((path, self._unstarted[path]))

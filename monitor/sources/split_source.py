@@ -46,11 +46,6 @@ class SharesHistory:
         return bool(self.history_readers and self._quiet) and self.count_only is not None \
             and self.only_sessions is None
 
-    def _only_history(self, sid: str) -> bool:
-        count_only = self.count_only
-        return count_only is not None and sid not in self.running_sessions \
-            and count_only.session_is_history(sid)
-
     def _split_between(self, kind: str, keys: list[tuple[str, str]]) -> None:
         """Start the readers of ``keys`` (``(path or session id, session id)`` in poll
         order); none when no process can be started."""
@@ -70,7 +65,7 @@ class SharesHistory:
         split = self._split
         taken = 0
         while taken < budget:
-            if not self._only_history(sid):
+            if not self.only_counts(sid):
                 split.give_back(key)
                 break
             wait = None

@@ -352,8 +352,7 @@ class ColdReader:
                 try:
                     spent += self.source._emit_row(sid, seq, event_json, None, None, out)
                 except Exception as exc:  # one event must not stop the archive
-                    out.append(self.source.error(f"{sid}:{seq}", f"internal: row skipped: "
-                                                                 f"{type(exc).__name__}: {exc}"))
+                    out.append(self.source.row_skipped(sid, seq, exc))
                 self.source.seq_cursor[sid] = seq
             spent += 1
         return spent

@@ -22,6 +22,7 @@ from __future__ import annotations
 import sqlite3
 
 from monitor import untrusted_json
+from monitor.events import SourceError
 from monitor.sources.event_blob import EventBlobError, decompress_event
 from monitor.sources.sqlite_guard import is_too_big
 from monitor.sources.sqlite_open import MAX_ROW_BYTES
@@ -53,10 +54,14 @@ class EventRows:
         try:
             size = self._emit_row(sid, seq, event_json, event_zstd, utf8_bytes, out)
         except Exception as exc:            # one row must not stop the poll
-            out.append(self.error(f"{sid}:{seq}", f"internal: row skipped: "
-                                                   f"{type(exc).__name__}: {exc}"))
+            out.append(self.row_skipped(sid, seq, exc))
         self.seq_cursor[sid] = seq
         return size
+
+    def row_skipped(self, sid: str, seq: int, exc: Exception) -> SourceError:
+        """The error of a row that failed in an unexpected way, passed so the rows after it
+        are read."""
+        return self.error(f"{sid}:{seq}", f"internal: row skipped: {type(exc).__name__}: {exc}")
 
     def count_row(self, sid: str, row: tuple, out: list, summed: CountedSum) -> int | None:
         """``read_row`` of a row whose event JSON the source only counts, its events added
@@ -65,12 +70,11 @@ class EventRows:
         seq, event_json = row[0], row[1]
         if not isinstance(event_json, (str, bytes)) or not event_json or sql_int(seq) is None:
             return None
-        where = f"{sid}:{seq}"
         try:
-            count = count_into(summed, event_json, f"{self.path}#{where}", self.count_only)
+            count = count_into(summed, event_json, f"{self.path}#{sid}:{seq}", self.count_only)
         except Exception as exc:            # as read_row reports it, after the sums before it
             summed.flush_to(out)
-            out.append(self.error(where, f"internal: row skipped: {type(exc).__name__}: {exc}"))
+            out.append(self.row_skipped(sid, seq, exc))
             self.seq_cursor[sid] = seq
             return 0
         if count is None:

@@ -22,7 +22,7 @@ class SqliteSplitting(SharesHistory):
             return
         candidates = [(sid, top_seq + 1) for sid, (_, top_seq) in sorted(
                           self._pending.items(), key=lambda item: item[1][0], reverse=True)
-                      if sid not in self.seq_cursor and self._only_history(sid)]
+                      if sid not in self.seq_cursor and self.only_counts(sid)]
         if sum(rows for _, rows in candidates) * ROW_BYTES_GUESS >= self.min_split_bytes:
             self._split_between("sqlite", [(sid, sid) for sid, _ in candidates])
 

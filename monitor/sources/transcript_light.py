@@ -230,7 +230,7 @@ class SummedRun:
     def __init__(self, source, sid: str, out: list) -> None:
         self.source, self.sid, self.out = source, sid, out
         self.summed = source.counted_sum = CountedSum(sid)
-        self._counting_now = self._counting()
+        self._counting_now = source.only_counts(sid)
 
     def add(self, read, item):
         """``read(sid, item, out)``, what it returned."""
@@ -258,7 +258,7 @@ class SummedRun:
                     source.events += count
                     continue
             add(line)
-            self._counting_now = self._counting()
+            self._counting_now = source.only_counts(self.sid)
 
     def add_counted(self, count: Callable, add: Callable, item):
         """``add(item)``, unless the session is history now and ``count(summed, item)``
@@ -272,15 +272,8 @@ class SummedRun:
             if counted is not None:
                 return counted
         returned = add(item)
-        self._counting_now = self._counting()
+        self._counting_now = self.source.only_counts(self.sid)
         return returned
-
-    def _counting(self) -> bool:
-        """Whether the source only counts this session's entries now (``Source.counted``)."""
-        source = self.source
-        count_only = source.count_only
-        return count_only is not None and self.sid not in source.running_sessions \
-            and count_only.session_is_history(self.sid)
 
     def close(self) -> None:
         self.summed.flush_to(self.out)
