@@ -85,6 +85,26 @@ async def test_cursor_selects_a_session_and_the_side_panes_follow(scene):
         assert order[1] in app.query_one(StreaksPane).border_title
 
 
+async def test_the_selection_is_the_top_row_until_the_cursor_moves(live):
+    app = open_app(live)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert selected_key(app) == board_keys(app)[0] != "agent:main:pingpong"
+        live.step("agent:main:pingpong", 7)
+        await wait_for(pilot, lambda: board_keys(app)[0] == "agent:main:pingpong")
+        await settle(pilot)
+        assert selected_key(app) == "agent:main:pingpong"
+        assert app.latest.focus.label == "agent:main:pingpong"
+
+        await pilot.press("end")
+        chosen = board_keys(app)[-1]
+        assert selected_key(app) == chosen != "agent:main:hammer"
+        live.step("agent:main:hammer", 15)
+        await wait_for(pilot, lambda: board_keys(app)[0] == "agent:main:hammer")
+        await settle(pilot)
+        assert selected_key(app) == chosen
+
+
 async def test_enter_opens_the_timeline_with_secrets_redacted(scene):
     app = open_app(scene)
     async with app.run_test(size=SIZE) as pilot:

@@ -77,8 +77,8 @@ async def test_a_burst_of_view_changes_renders_the_panes_once(world, monkeypatch
         board = app.sessions_board
         shown_with = []
         show = board.show
-        monkeypatch.setattr(board, "show", lambda snapshot, view, palette: (
-            shown_with.append(view), show(snapshot, view, palette)))
+        monkeypatch.setattr(board, "show", lambda snapshot, view, palette, **options: (
+            shown_with.append(view), show(snapshot, view, palette, **options)))
         for n in range(1000):
             app.view = replace(app.view, sort=SORTS[n % len(SORTS)])
         await pilot.pause()

@@ -134,6 +134,9 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
         self.theme_names: list[str] = []
         self.theme_errors: list[str] = []
         self.actions: list[ActionResult] = []
+        #: Set once the person moves the board's cursor; until then the selection is the
+        #: board's top row, whichever session a new snapshot puts there.
+        self.selection_chosen = False
         self._render_pending = False
 
     def notify(self, message: str, *, title: str = "", severity="information",
@@ -243,23 +246,23 @@ class ClawwatchApp(AlertsAndActions, ThemeHandling, App):
         """Render every pane of the screen in view from the displayed snapshot, the view
         and the palette. The board goes first: when the selection is not on it (filtered
         away, or none yet), the row under its cursor becomes the selection, which the
-        other panes then show."""
+        other panes then show. Until the person moves the cursor it stays on the top row."""
         self._render_pending = False
         if not self.screen_stack:
             return
         screen = self._view_screen()
         snapshot, palette = self.displayed, self.palette
         for board in screen.query(SessionsBoard):
-            board.show(snapshot, self.view, palette)
+            board.show(snapshot, self.view, palette, follow_top=not self.selection_chosen)
             highlighted = board.highlighted()
-            visible = self.view.selected is not None and board.has(self.view.selected)
-            if highlighted is not None and not visible:
+            if highlighted is not None and highlighted != self.view.selected:
                 self._adopt_selection(highlighted)
         for pane in screen.query(".pane"):
             if not isinstance(pane, SessionsBoard):
                 pane.show(snapshot, self.view, palette)
 
     def _select(self, session_id: str | None) -> None:
+        self.selection_chosen = True
         self.view = replace(self.view, selected=session_id)
 
     def _adopt_selection(self, session_id: str) -> None:

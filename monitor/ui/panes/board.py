@@ -87,7 +87,10 @@ class SessionsBoard(RowsView):
             return palette.style(arg)
         return palette.style("foreground")
 
-    def show(self, snapshot: Snapshot, view: ViewState, palette: Palette) -> None:
+    def show(self, snapshot: Snapshot, view: ViewState, palette: Palette, *,
+             follow_top: bool = False) -> None:
+        """Render ``snapshot``'s rows in the view's order, the cursor on the selected
+        session, or with ``follow_top`` on the first row."""
         if palette is not self.palette:
             self.palette = palette
             self.restyle()
@@ -96,7 +99,7 @@ class SessionsBoard(RowsView):
         count = f"{len(rows)}" if len(rows) == self.total else f"{len(rows)} of {self.total}"
         set_title(self, f"Sessions ({count}) · sort: {view.sort} · filter: {view.board_filter}"
                         f" · source: {view.source_filter}")
-        self.set_rows(rows, keep=view.selected)
+        self.set_rows(rows, keep=rows[0][0] if follow_top and rows else view.selected)
 
     def has(self, session_id: str) -> bool:
         return session_id in self.index
