@@ -450,6 +450,34 @@ def test_a_single_transcript_given_on_its_own_is_read_and_recognised():
         (TOUR, f"agent:{AGENT}")]
 
 
+def test_a_catch_up_from_the_page_cache_stops_reading_ahead_after_a_window(tmp_path,
+                                                                         monkeypatch):
+    """Files a catch-up reads without the disk stop the hints after one window of files
+    started (judged by their bytes); polling a file already started does not count."""
+    data = LOOP_FILE.read_bytes()
+    files = 3 * read_ahead.WINDOW_FILES
+    for n in range(files):
+        session = f"{n:08d}{LOOP[8:]}"
+        target = tmp_path / "projects" / f"-tmp-p{n:03d}" / f"{session}.jsonl"
+        target.parent.mkdir(parents=True)
+        target.write_bytes(data.replace(LOOP.encode(), session.encode()))
+    hinted: list[str] = []
+    monkeypatch.setattr(read_ahead, "prefetch",
+                        lambda path, offset, length: hinted.append(path))
+    source = ClaudeCodeSource(str(tmp_path / "projects"))
+    looks: list[int] = []
+    source._read_ahead._storage_reads = lambda: looks.append(1) or 0
+    source.poll_budget_bytes = len(data) // 3
+    polls = 0
+    while source.poll() or source.behind:
+        polls += 1
+    assert polls > 2 * files
+    assert read_ahead.WINDOW_FILES <= len(hinted) <= read_ahead.WINDOW_FILES \
+        + read_ahead.PREFETCH_FILES
+    assert len(looks) == 1 + files // read_ahead.WINDOW_FILES
+    source.close()
+
+
 def test_transcripts_not_read_yet_are_read_ahead_once_before_their_first_read(tmp_path,
                                                                                monkeypatch):
     data = LOOP_FILE.read_bytes()

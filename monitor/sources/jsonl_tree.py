@@ -263,17 +263,20 @@ class JsonlTreeSource(Source):
             if self._unstarted:
                 self._read_ahead.ahead_of(self._order, start + step, self._unstarted,
                                           self._followers)
-                self._unstarted.discard(path)
-                self._read_ahead.started(path)
+            read = 0
             while True:
                 lines = follower.poll(max_bytes=min(budget, READ_STEP_BYTES))
                 budget -= follower.bytes_read
+                read += follower.bytes_read
                 if follower.bytes_read:
                     self._open[path] = time.monotonic()
                 for line in lines:
                     self._emit_line(line, out)
                 if not follower.behind or budget <= 0 or self.out_of_time():
                     break
+            if path in self._unstarted:                 # read for the first time
+                self._unstarted.discard(path)
+                self._read_ahead.started(path, read)
             notices += follower.take_notices()
             if follower.behind:
                 stopped_at = path
