@@ -23,11 +23,11 @@ from test_transcript_light import _middle_time, without_read_time
 
 from monitor.act.processes import wait_gone
 from monitor.detect.engine import DetectionEngine
-from monitor.events import CountedHistory, SourceNotice
+from monitor.events import CountedHistory, GatewayNotice, SourceNotice
 from monitor.pipeline import Monitor
 from monitor.records import as_json_list
 from monitor.snapshot_feed import SnapshotFeed
-from monitor.sources import history_split, split_source
+from monitor.sources import gateway_log, history_split, log_ahead, split_source
 from monitor.sources.legacy import LegacySessionsSource
 from monitor.sources.sourceset import SourceSet
 from monitor.sources.transcript_light import CountOnly
@@ -44,13 +44,15 @@ class Scan:
     ``SnapshotFeed`` between the sources and the monitor."""
 
     def __init__(self, state_dir, since: float, readers: int, *, part_bytes: int = 0,
-                 poll_budget: int = 0) -> None:
-        self.sources = SourceSet(state_dir=str(state_dir), history_readers=readers)
+                 poll_budget: int = 0, log: bool = False) -> None:
+        self.sources = SourceSet(state_dir=str(state_dir), history_readers=readers,
+                                 log_path=str(state_dir / "logs" / "openclaw.log")
+                                 if log else None)
         for source in self.sources.sources:
             source.min_split_bytes = 0
             if part_bytes:
                 source.split_part_bytes = part_bytes
-            if poll_budget:
+            if poll_budget and source.kind != "gateway-log":
                 source.poll_budget_bytes = poll_budget
         #: Per session: ``CountedHistory`` records given, and events read light here.
         self.summed: dict[str, int] = {}
@@ -139,6 +141,9 @@ def test_a_scan_with_a_reader_folds_what_one_reading_everything_folds(
         generated_state_dirs, era, options, monkeypatch):
     state_dir = generated_state_dirs / era
     since = _middle_time(generated_state_dirs)
+    options = {**options, "log": True}
+    if "part_bytes" in options:
+        monkeypatch.setattr(gateway_log, "AHEAD_STEP_BYTES", 4096)
     with monkeypatch.context() as unsummed:
         unsummed.setattr(split_source.SharesHistory, "_summing", lambda *_: None)
         alone, alone_records, none_summed = _scan(state_dir, since, 0, **options)
@@ -155,10 +160,18 @@ def test_a_scan_with_a_reader_folds_what_one_reading_everything_folds(
         return part
 
     monkeypatch.setattr(history_split.HistorySplit, "take", counting_take)
+    add = log_ahead.ParsedAhead.add
+    parsed_ahead: list[int] = []
+    monkeypatch.setattr(log_ahead.ParsedAhead, "add", lambda kept, events, *rest: (
+        parsed_ahead.append(sum(isinstance(e, GatewayNotice) for e in events)),
+        add(kept, events, *rest))[1])
     split, split_records, summed = _scan(state_dir, since, 1, **options)
+    log_lines = (state_dir / "logs" / "openclaw.log").read_bytes().count(b"\n")
+    assert sum(parsed_ahead) == log_lines, "the log was parsed while the reader read"
+    assert (len([n for n in parsed_ahead if n]) > 10) == ("part_bytes" in options)
     assert not none_summed
     assert len(summed) > 20, summed         # most of the 80 sessions came from the reader
-    assert bool(parts_before_the_last) == bool(options)
+    assert bool(parts_before_the_last) == ("part_bytes" in options)
     assert split == alone
     assert split_records == alone_records
 

@@ -14,6 +14,7 @@ from collections import OrderedDict
 
 from monitor.events import GatewayNotice, SourceError, SourceNotice
 from monitor.sources.base import Source
+from monitor.sources.log_ahead import AHEAD_STEP_BYTES, ParsedAhead
 from monitor.sources.log_line_forms import (
     MalformedLogLine,
     console_continuation,
@@ -124,6 +125,10 @@ class GatewayLogSource(LogLineSource):
         self._history: FileFollower | None = None
         self.follower = FileFollower(path, resume=resume, start_at_end=start_at_end)
         self.seen_file = False
+        self.ahead = ParsedAhead()
+        #: Whether the last read stopped before the end (``behind`` but for ``ahead``).
+        self._read_behind = False
+        self._bytes_read = 0
 
     def input_files(self) -> list[str]:
         """The files a read to the end will read, in order (the older rotations not yet
@@ -131,8 +136,44 @@ class GatewayLogSource(LogLineSource):
         return [*self._pending_history, self.path]
 
     def poll(self) -> list:
-        """At most ``poll_budget_bytes``, read ``READ_STEP_BYTES`` at a time until the budget
-        or the step's ``deadline`` runs out (after at least one read)."""
+        """The oldest batch parsed ahead (``parse_ahead``) if any, else a read of at most
+        ``poll_budget_bytes``, ``READ_STEP_BYTES`` at a time until the budget or the step's
+        ``deadline`` runs out (after at least one read)."""
+        if not self.ahead:
+            out = self._read()
+            self._read_behind = self.behind
+            return out
+        batch = self.ahead.take()
+        self.events += batch.events_counted
+        self.errors += batch.errors_counted
+        self.behind = bool(self.ahead) or self._read_behind
+        self.backlog_bytes = self.ahead.log_bytes + self._unread_bytes()
+        return batch.events
+
+    def parse_ahead(self) -> None:
+        """Read and parse a step (``AHEAD_STEP_BYTES``) for the next polls to give out, while
+        the source set holds the log back (see ``log_ahead``); nothing once
+        ``AHEAD_KEPT_BYTES`` are kept."""
+        if self.ahead.full:
+            return
+        before = self._read_checkpoint()
+        events, errors, budget = self.events, self.errors, self.poll_budget_bytes
+        self.poll_budget_bytes = AHEAD_STEP_BYTES
+        try:
+            out = self._read()
+        finally:
+            self.poll_budget_bytes = budget
+        self.ahead.add(out, self.events - events, self.errors - errors,
+                       self._bytes_read, before)
+        self.events, self.errors = events, errors
+        self._read_behind = self.behind
+        self.behind = bool(self.ahead) or self._read_behind
+        self.backlog_bytes += self.ahead.log_bytes
+
+    def _unread_bytes(self) -> int:
+        return self._history_backlog() + self.follower.backlog_bytes
+
+    def _read(self) -> list:
         out: list = []
         budget = self.poll_budget_bytes
         stepped = False
@@ -158,7 +199,8 @@ class GatewayLogSource(LogLineSource):
                     break
             self._give_notices(self.follower, out)
             self.behind = self.follower.behind
-        self.backlog_bytes = self._history_backlog() + self.follower.backlog_bytes
+        self._bytes_read = self.poll_budget_bytes - budget
+        self.backlog_bytes = self._unread_bytes()
         return out
 
     def _give_notices(self, follower: FileFollower, out: list) -> None:
@@ -188,10 +230,15 @@ class GatewayLogSource(LogLineSource):
         return self.follower.detached()
 
     def checkpoint(self) -> dict:
+        """Where the next run goes on: before the lines parsed ahead and not given out."""
+        return self.ahead.checkpoint or self._read_checkpoint()
+
+    def _read_checkpoint(self) -> dict:
         state = self.follower.state()
         return {"follower": state.as_json() if state else None}
 
     def close(self) -> None:
+        self.ahead.clear()
         if self._history is not None:
             self._history.close()
             self._history = None

@@ -196,7 +196,8 @@ class SourceSet:
 
         Transcripts come before the log, so that log lines can be attributed to the
         sessions and runs they mention; while any transcript source is behind, the log
-        waits, so it is never read ahead of the runs it names. Once ``note_stopping`` was
+        waits, so it is never folded ahead of the runs it names (where reader processes
+        count the history, it is parsed meanwhile: ``log_ahead``). Once ``note_stopping`` was
         called, files that a later run could not find are read first, the log's too.
         """
         if time.monotonic() - self._last_scan >= RESCAN_SECONDS:
@@ -213,9 +214,13 @@ class SourceSet:
             out.extend(self._poll_source(source))
         self._log_held = any(s.behind for s in transcripts)
         for source in self.sources:
-            if source.kind == "gateway-log" and (
-                    not self._log_held or (self._stopping and source.detached_first())):
+            if source.kind != "gateway-log":
+                continue
+            if not self._log_held or (self._stopping and source.detached_first()):
                 out.extend(self._poll_source(source))
+            elif self.history_readers and not self._stopping \
+                    and hasattr(source, "parse_ahead"):
+                source.parse_ahead()
         return out
 
     def note_stopping(self) -> None:
