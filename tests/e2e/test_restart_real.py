@@ -73,7 +73,8 @@ def test_a_restart_mid_loop_neither_misses_nor_repeats(real_gateway, tmp_path):
         session = next(t for t in truths.values() if t.key == key)
         assert second_lines.wait_for(
             lambda rs: len(calls_of_the_run(rs)) + len(calls_of_the_run(
-                [(0, r) for r in before])) >= session.tool_calls, 90)
+                [(0, r) for r in before])) >= session.tool_calls, 180), \
+            stderr_path.read_text()[-2000:]
         assert stop(second, second_lines) == 0
         after = [r for _, r in second_lines.records()]
     finally:
