@@ -126,7 +126,7 @@ class GatewayLogSource(LogLineSource):
         self.follower = FileFollower(path, resume=resume, start_at_end=start_at_end)
         self.seen_file = False
         self.ahead = ParsedAhead()
-        #: Whether the last read stopped before the end (``behind`` but for ``ahead``).
+        #: Whether the last read ahead stopped before the end (``behind`` but for ``ahead``).
         self._read_behind = False
         self._bytes_read = 0
 
@@ -140,9 +140,7 @@ class GatewayLogSource(LogLineSource):
         ``poll_budget_bytes``, ``READ_STEP_BYTES`` at a time until the budget or the step's
         ``deadline`` runs out (after at least one read)."""
         if not self.ahead:
-            out = self._read()
-            self._read_behind = self.behind
-            return out
+            return self._read()
         batch = self.ahead.take()
         self.events += batch.events_counted
         self.errors += batch.errors_counted
