@@ -90,7 +90,10 @@ def cmd_watch(args) -> int:
         run_live(monitor, actions.wrap_emit(hub.wrap_emit(printer) if hub else printer),
                  seconds=args.seconds, poll_seconds=args.poll, store=store,
                  catch_up_quietly=resume is None and not args.from_start, stop=stop,
-                 step=hub.step if hub else None)
+                 step=hub.step if hub else None,
+                 caught_up=lambda seconds: note(
+                     f"clawwatch watch: caught up on the history ({len(monitor.sessions)} "
+                     f"sessions, {seconds:.1f} s); reporting from here"))
         actions.finish(stop)
     finally:
         emit_records(actions.close(), args.json)

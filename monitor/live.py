@@ -38,10 +38,13 @@ def run_live(monitor: Monitor, emit: Callable[[list[Record]], None], *,
              seconds: float | None = None, poll_seconds: float = 1.0,
              store: CheckpointStore | None = None, catch_up_quietly: bool = True,
              stop: threading.Event | None = None,
-             step: Callable[[], list[Record]] | None = None) -> None:
+             step: Callable[[], list[Record]] | None = None,
+             caught_up: Callable[[float], None] | None = None) -> None:
     """Poll, emit and checkpoint until ``seconds`` pass or ``stop`` is set.
 
     ``step`` replaces ``monitor.step`` (``--metrics`` runs each step under its lock).
+    ``caught_up(seconds)`` is called once a quiet catch-up has ended: what is written from
+    then on is reported.
 
     When the log is a stream (``--log -``, ``--journal``), the loop also ends where the
     stream does.
@@ -77,6 +80,7 @@ def run_live(monitor: Monitor, emit: Callable[[list[Record]], None], *,
     deadline = time.monotonic() + seconds if seconds else None
     try:
         if catch_up_quietly:
+            started = time.monotonic()
             monitor.quiet = True
             collector = relax_collector()
             try:
@@ -87,6 +91,8 @@ def run_live(monitor: Monitor, emit: Callable[[list[Record]], None], *,
                 restore_collector(collector)
             monitor.quiet = False
             give_back_free_memory()
+            if caught_up is not None and not stop.is_set():
+                caught_up(time.monotonic() - started)
         while not stop.is_set():
             records = step()
             emit(records)

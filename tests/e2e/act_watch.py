@@ -47,18 +47,11 @@ def main(argv: list[str] | None = None) -> int:
 
     actions = build_action_loop(monitor, found, config, mode=args.act,
                                 hung_interval=args.hung_interval)
-    acting_emit = actions.wrap_emit(emit)
-    batches = [0]
-
-    def emit_then_announce(records: list[Record]) -> None:
-        acting_emit(records)
-        batches[0] += 1
-        if batches[0] == 1:  # the first batch is the quiet catch-up on history
-            emit([NoticeRecord(ts="", source="act_watch", path=None, message="caught up")])
-
     try:
-        run_live(monitor, emit_then_announce, seconds=args.seconds,
-                 poll_seconds=args.poll, catch_up_quietly=True)
+        run_live(monitor, actions.wrap_emit(emit), seconds=args.seconds,
+                 poll_seconds=args.poll, catch_up_quietly=True,
+                 caught_up=lambda seconds: emit([NoticeRecord(
+                     ts="", source="act_watch", path=None, message="caught up")]))
     finally:
         emit(actions.close())
         sources.close()

@@ -20,7 +20,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import psutil
@@ -167,12 +166,14 @@ def test_watch_act_auto_stops_a_real_looping_client(source, tmp_path):
                "XDG_STATE_HOME": str(tmp_path / "state"),
                "XDG_CONFIG_HOME": str(tmp_path / "config")}
         repo = Path(__file__).resolve().parents[2]
-        watch = subprocess.Popen(
-            [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--act", "auto",
-             "--config", str(config), "--source", source, flag, str(sessions),
-             "--seconds", "150"],
-            cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            start_new_session=True)
+        stderr_path = tmp_path / "watch.stderr"
+        with open(stderr_path, "w") as stderr_file:
+            watch = subprocess.Popen(
+                [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--act",
+                 "auto", "--config", str(config), "--source", source, flag, str(sessions),
+                 "--seconds", "150"],
+                cwd=repo, env=env, stdout=subprocess.PIPE, stderr=stderr_file, text=True,
+                start_new_session=True)
         records: list[dict] = []
 
         def read() -> None:
@@ -185,7 +186,8 @@ def test_watch_act_auto_stops_a_real_looping_client(source, tmp_path):
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
         try:
-            time.sleep(2.0)         # let the watcher start before the first entry
+            wait_for(lambda: "caught up on the history" in stderr_path.read_text(),
+                     "the watcher to catch up before the first entry", 60)
             client.start()
             action = wait_for(lambda: next((r for r in records if r.get("type") == "action"
                                             and str(r.get("key")).startswith(source + ":")),
@@ -205,7 +207,7 @@ def test_watch_act_auto_stops_a_real_looping_client(source, tmp_path):
             except subprocess.TimeoutExpired:
                 watch.kill()
                 watch.wait(5)
-            stderr = watch.stderr.read()
+            stderr = stderr_path.read_text()
             client.close()
         findings = [r for r in records if r.get("type") == "finding"
                     and r.get("level") == "critical"]

@@ -7,6 +7,7 @@ uninterrupted read of the run (``replay``), none twice.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from . import truth
+from .cli_agents_lab import wait_for
 from .test_watch_real import LineCollector, tool_call_lines
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -31,7 +33,22 @@ def start_watch(gateway, checkpoint: Path, stderr_path: Path) -> subprocess.Pope
             "--checkpoint", str(checkpoint)]
     with open(stderr_path, "a") as stderr:
         return subprocess.Popen(argv, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=stderr,
-                                text=True, start_new_session=True)
+                                text=True, start_new_session=True,
+                                env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+
+
+def where_it_waits(watch: subprocess.Popen, collector: LineCollector, stderr_path: Path,
+                   key: str) -> str:
+    """What a watch that did not report in time printed, and its threads' stacks
+    (faulthandler dumps them on SIGABRT)."""
+    records = [r for _, r in collector.records()]
+    calls = [r.get("at_call") for r in records
+             if r.get("type") == "tool_call" and r.get("key") == key]
+    watch.send_signal(signal.SIGABRT)
+    watch.wait(timeout=10)
+    return (f"{len(records)} records {Counter(r.get('type') for r in records)}; "
+            f"calls of the run {calls}; last {records[-3:]}\n"
+            + stderr_path.read_text()[-6000:])
 
 
 def stop(watch: subprocess.Popen, collector: LineCollector) -> int:
@@ -57,6 +74,9 @@ def test_a_restart_mid_loop_neither_misses_nor_repeats(real_gateway, tmp_path):
     second = None
     try:
         first_lines = LineCollector(first.stdout)
+        # What the first watch reads while it catches up quietly is never reported.
+        wait_for(lambda: "caught up on the history" in stderr_path.read_text(),
+                 "the first watch to catch up", 60)
         run_id = real_gateway.start_run("hammer", key, tag=key.rsplit(":", 1)[1], delay=0.5)
 
         def calls_of_the_run(records) -> list[dict]:
@@ -74,7 +94,7 @@ def test_a_restart_mid_loop_neither_misses_nor_repeats(real_gateway, tmp_path):
         assert second_lines.wait_for(
             lambda rs: len(calls_of_the_run(rs)) + len(calls_of_the_run(
                 [(0, r) for r in before])) >= session.tool_calls, 180), \
-            stderr_path.read_text()[-2000:]
+            where_it_waits(second, second_lines, stderr_path, key)
         assert stop(second, second_lines) == 0
         after = [r for _, r in second_lines.records()]
     finally:
