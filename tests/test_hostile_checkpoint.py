@@ -203,7 +203,9 @@ def test_a_checkpoint_that_cannot_be_used_is_told_in_one_line_and_kept(saved, tm
          "--state-dir", str(state), "--log", str(log), "--checkpoint", str(checkpoint)],
         capture_output=True, text=True, timeout=60, cwd=str(REPO))
     assert result.returncode == 0, result.stderr[-2000:]
-    (line,) = result.stderr.splitlines()
+    line, caught_up = result.stderr.splitlines()
+    assert caught_up.startswith("clawwatch watch: caught up on the history"), \
+        "it starts as without a checkpoint"
     kept = Path(f"{checkpoint}.unreadable")
     assert line.startswith(f"clawwatch watch: checkpoint {checkpoint}: {why}")
     assert line.endswith(f"; kept as {kept}; starting without it")
