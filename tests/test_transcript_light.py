@@ -13,6 +13,7 @@ import sqlite3
 import statistics
 
 import msgspec
+import zstandard
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_fuzz import (
@@ -418,9 +419,15 @@ def _summed_rows_output(rows: list[tuple], history: bool, at_once: bool) -> tupl
             [e.where for e in source.error_samples], dict(source.seq_cursor))
 
 
-def _as_row(seq, line: bytes, as_text: bool) -> tuple:
+def _as_row(seq, line: bytes, stored: str) -> tuple:
+    """A row whose event is ``stored`` as text, bytes, a zstd blob or a blob that is not
+    one."""
+    if stored == "zstd":
+        return (seq, None, zstandard.ZstdCompressor().compress(line), len(line), 1)
+    if stored == "not-zstd":
+        return (seq, None, line, len(line), 1)
     try:
-        event = line.decode("utf-8") if as_text else line
+        event = line.decode("utf-8") if stored == "text" else line
     except UnicodeDecodeError:
         event = line
     return (seq, event, None, None, 1)
@@ -430,13 +437,29 @@ def _as_row(seq, line: bytes, as_text: bool) -> tuple:
 @given(st.lists(st.tuples(st.one_of(st.integers(min_value=0, max_value=99), ODD_SEQS),
                           st.one_of(transcript_lines, ODD_LINES,
                                     *[plain_entries.map(lambda e: json.dumps(e).encode())] * 3),
-                          st.booleans()), max_size=10),
+                          st.sampled_from(["text", "bytes", "zstd", "not-zstd"])), max_size=10),
        st.booleans())
-@example([(1, _user_line("2026-11-29T14:00:00Z"), True),
-          (2, _user_line("2026-11-29T15:00:00Z"), True),
-          (3, _user_line("2026-11-29T14:10:00Z"), True)], True)
+@example([(1, _user_line("2026-11-29T14:00:00Z"), "text"),
+          (2, _user_line("2026-11-29T15:00:00Z"), "zstd"),
+          (3, _user_line("2026-11-29T14:10:00Z"), "zstd")], True)
 def test_rows_counted_at_once_give_what_they_give_one_at_a_time(rows, history):
     """``EventRows.add_row`` gives the events, sums, sizes, counts, errors and seq cursor
-    that ``read_row`` through the run gives, for odd seqs and events among history."""
+    that ``read_row`` through the run gives, for odd seqs and events (as text, bytes or
+    zstd blobs) among history."""
     rows = [_as_row(*row) for row in rows]
     assert _summed_rows_output(rows, history, True) == _summed_rows_output(rows, history, False)
+
+
+def test_a_zstd_row_of_history_is_counted_at_once():
+    """A row stored as a zstd blob is counted as its text would be (no full read), and a
+    blob that does not decompress is left to the full read, which reports it."""
+    from monitor.sources.sqlite_agent import SqliteAgentSource
+
+    source = SqliteAgentSource("/nonexistent/agent.sqlite", "main")
+    source.count_only = CountOnly(parse_timestamp("2026-11-29T14:30:00Z"), lambda sid: True)
+    line = _user_line("2026-11-29T14:00:00Z")
+    summed, out = CountedSum("sid"), []
+    assert source.count_row("sid", _as_row(4, line, "zstd"), out, summed) == len(line)
+    assert (out, summed.events, source.events, source.seq_cursor) == ([], 1, 1, {"sid": 4})
+    assert source.count_row("sid", _as_row(5, line, "not-zstd"), out, summed) is None
+    assert (out, summed.events, source.seq_cursor) == ([], 1, {"sid": 4})

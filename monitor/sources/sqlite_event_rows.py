@@ -66,8 +66,14 @@ class EventRows:
     def count_row(self, sid: str, row: tuple, out: list, summed: CountedSum) -> int | None:
         """``read_row`` of a row whose event JSON the source only counts, its events added
         to ``summed`` (``SummedRun.add_counted``); None, having done nothing, for a row
-        ``read_row`` must read (a seq out of range, a zstd blob, JSON to read in full)."""
+        ``read_row`` must read (a seq out of range, a blob that does not decompress, JSON to
+        read in full)."""
         seq, event_json = row[0], row[1]
+        if event_json is None and row[2] is not None:
+            try:
+                event_json = decompress_event(self._decompressor, row[2], row[3])
+            except EventBlobError:
+                return None
         if not isinstance(event_json, (str, bytes)) or not event_json or sql_int(seq) is None:
             return None
         try:
