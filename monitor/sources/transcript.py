@@ -52,9 +52,17 @@ def parse_timestamp(value: Any) -> float | None:
             return None
     if isinstance(value, str) and value:
         try:
-            return epoch_seconds(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp())
+            when = datetime.fromisoformat(value)
+        except ValueError:              # anything only the rewrite of "Z" makes readable
+            try:
+                when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                return None
+        try:
+            seconds = when.timestamp()
         except (ValueError, OverflowError):
             return None
+        return seconds if 0 <= seconds <= MAX_EPOCH_SECONDS else None
     return None
 
 
