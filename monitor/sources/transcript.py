@@ -59,10 +59,9 @@ def parse_timestamp(value: Any) -> float | None:
             except ValueError:
                 return None
         try:
-            seconds = when.timestamp()
+            return epoch_seconds(when.timestamp())
         except (ValueError, OverflowError):
             return None
-        return seconds if 0 <= seconds <= MAX_EPOCH_SECONDS else None
     return None
 
 
