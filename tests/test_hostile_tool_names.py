@@ -9,7 +9,7 @@ from pathlib import Path
 
 from test_hostile_cli import clawwatch
 
-from monitor.events import OTHER_TOOLS, TOOL_NAMES_KEPT, CountedHistory, Usage
+from monitor.events import OTHER_TOOLS, TOOL_NAMES_KEPT, CountedHistory
 from monitor.sources.transcript_light import CountedSum
 
 CALLS = TOOL_NAMES_KEPT + 300
@@ -48,8 +48,8 @@ def test_replay_counts_the_first_names_one_by_one_and_the_rest_together(tmp_path
 def test_a_history_reader_sums_the_same_bounded_counts():
     summed = CountedSum("s1")
     for n in range(CALLS):
-        summed.add_reply("s1.jsonl@0", 1.0, None, ["exec" if n % 2 else f"tool_{n}"],
-                         Usage(), None, False)
+        summed.add_event("s1.jsonl@0", 1.0, None, 2)
+        summed.add_reply(["exec" if n % 2 else f"tool_{n}"], None, None, False)
     flushed: list[CountedHistory] = []
     summed.flush_to(flushed)
     (counted,) = flushed

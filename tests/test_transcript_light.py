@@ -413,7 +413,7 @@ def _summed_rows_output(rows: list[tuple], history: bool, at_once: bool) -> tupl
                      else run.add(source.read_row, row))
         if any(getattr(e, "counted_only", None) is False for e in out[given:]):
             seen_present.add("sid")
-            run._counting_now = source.only_counts("sid")
+            run.counting_now = source.only_counts("sid")
     run.close()
     return (msgspec.json.encode(out), sizes, source.events, source.errors,
             [e.where for e in source.error_samples], dict(source.seq_cursor))

@@ -136,7 +136,7 @@ def _session_parts(request: HistoryRequest, count_only, newest: dict, given, sen
                     rows += 1
                     size += part.add_row(sid, row)
             except sqlite3.DataError as exc:     # a value past the row cap: passed
-                source.pass_oversized_row_or_raise(exc, conn, sid, part.events, part)
+                source.pass_oversized_row_or_raise(exc, conn, sid, part.out, part)
                 last = False
             finally:
                 found.close()
@@ -147,23 +147,21 @@ def _session_parts(request: HistoryRequest, count_only, newest: dict, given, sen
     source.close()
 
 
-class _Part:
+class _Part(SummedRun):
     """One part being read: each line's or row's events, each run of counted-only events
-    summed (``SummedRun``), and the source's counts from zero."""
+    summed, and the source's counts from zero."""
 
     def __init__(self, source, sid: str, since: float, newest: dict) -> None:
-        self.source, self.sid, self.since, self.newest = source, sid, since, newest
         source.events = source.errors = 0
         source.error_samples = []
-        self.events: list = []
-        self.run = SummedRun(source, sid, self.events)
+        super().__init__(source, sid, [])
+        self.since, self.newest = since, newest
 
-    def add(self, read, item) -> int:
-        """``read(sid, item, events)``'s events added (counted-only ones summed); what it
-        returned."""
-        events = self.events
+    def add(self, read, item):
+        """``SummedRun.add``, noting the newest time at or after ``since`` read in full."""
+        events = self.out
         given_before = len(events)
-        returned = self.run.add(read, item)
+        returned = super().add(read, item)
         for event in events[given_before:]:
             ts = getattr(event, "ts", None)
             if ts is not None and ts >= self.since:
@@ -171,23 +169,19 @@ class _Part:
         return returned
 
     def add_lines(self, read, lines) -> None:
-        """``add(read, line)`` of each transcript line, history counted at once
-        (``SummedRun.add_lines``)."""
-        self.run.add_lines(lines, lambda line: self.add(read, line))
+        """``add(read, line)`` of each transcript line, history counted at once."""
+        super().add_lines(lines, lambda line: self.add(read, line))
 
     def add_row(self, sid: str, row: tuple) -> int:
         """``add(source.read_row, row)``, a row of history counted at once
-        (``EventRows.count_row``)."""
-        source, events = self.source, self.events
-        return self.run.add_counted(
-            lambda summed, item: source.count_row(sid, item, events, summed),
-            lambda item: self.add(source.read_row, item), row)
+        (``EventRows.add_row``)."""
+        return self.source.add_row(sid, row, self.out, self)
 
     def finish(self, state, last: bool, size: int, *, rows: int = 0,
                notices: list | None = None, suspended: tuple | None = None) -> HistoryPart:
-        self.run.close()
+        self.close()
         source = self.source
-        return HistoryPart(state, last, size, rows, self.events, source.events,
+        return HistoryPart(state, last, size, rows, self.out, source.events,
                            source.errors, source.error_samples, notices or [], suspended)
 
 

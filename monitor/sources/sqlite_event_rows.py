@@ -65,9 +65,8 @@ class EventRows:
 
     def count_row(self, sid: str, row: tuple, out: list, summed: CountedSum) -> int | None:
         """``read_row`` of a row whose event JSON the source only counts, its events added
-        to ``summed`` (``SummedRun.add_counted``); None, having done nothing, for a row
-        ``read_row`` must read (a seq out of range, a blob that does not decompress, JSON to
-        read in full)."""
+        to ``summed``; None, having done nothing, for a row ``read_row`` must read (a seq
+        out of range, a blob that does not decompress, JSON to read in full)."""
         seq, event_json = row[0], row[1]
         if event_json is None and row[2] is not None:
             try:
@@ -90,11 +89,17 @@ class EventRows:
         return len(event_json)
 
     def add_row(self, sid: str, row: tuple, out: list, summing) -> int:
-        """``read_row`` of ``row``, through ``summing`` (a ``SummedRun``) when not None."""
+        """``read_row`` of ``row``, through ``summing`` (a ``SummedRun``) when not None; a
+        row of history counted at once (``count_row``), without the calls between."""
         if summing is None:
             return self.read_row(sid, row, out)
-        return summing.add_counted(lambda summed, item: self.count_row(sid, item, out, summed),
-                                   lambda item: summing.add(self.read_row, item), row)
+        if summing.counting_now:
+            counted = self.count_row(sid, row, out, summing.summed)
+            if counted is not None:
+                return counted
+        size = summing.add(self.read_row, row)
+        summing.counting_now = self.only_counts(sid)
+        return size
 
     def pass_oversized_row_or_raise(self, exc: sqlite3.DataError, conn: sqlite3.Connection,
                                     sid: str, out: list, summing) -> None:

@@ -45,12 +45,9 @@ def epoch_seconds(value: float) -> float | None:
 
 def parse_timestamp(value: Any) -> float | None:
     """Seconds since the epoch from an ISO string or epoch milliseconds."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            return epoch_seconds(value / 1000.0 if value > 1e11 else float(value))
-        except OverflowError:
+    if isinstance(value, str):
+        if not value:
             return None
-    if isinstance(value, str) and value:
         try:
             when = datetime.fromisoformat(value)
         except ValueError:              # anything only the rewrite of "Z" makes readable
@@ -61,6 +58,11 @@ def parse_timestamp(value: Any) -> float | None:
         try:
             return epoch_seconds(when.timestamp())
         except (ValueError, OverflowError):
+            return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return epoch_seconds(value / 1000.0 if value > 1e11 else float(value))
+        except OverflowError:
             return None
     return None
 
@@ -98,21 +100,30 @@ def parse_usage(raw: Any) -> Usage:
     and nothing downstream (token sums, rates, budgets) can overflow or raise on it."""
     if not isinstance(raw, dict):
         return Usage()
-    cost = raw.get("cost")
-    cost_total = cost.get("total") if isinstance(cost, dict) else cost
-    input_tokens = sane_count(raw.get("input")) or 0
-    output_tokens = sane_count(raw.get("output")) or 0
-    cache_read = sane_count(raw.get("cacheRead")) or 0
-    cache_write = sane_count(raw.get("cacheWrite")) or 0
-    total = sane_count(raw.get("totalTokens"))
+    input_tokens, output_tokens, total, cost = usage_sums(raw)
     return Usage(
         input=input_tokens,
         output=output_tokens,
-        cache_read=cache_read,
-        cache_write=cache_write,
-        total=total if total is not None else input_tokens + output_tokens,
-        cost=sane_cost(cost_total) or 0.0,
+        cache_read=sane_count(raw.get("cacheRead")) or 0,
+        cache_write=sane_count(raw.get("cacheWrite")) or 0,
+        total=total,
+        cost=cost,
     )
+
+
+def usage_sums(raw: dict) -> tuple[int, int, int, float]:
+    """The input, output and total tokens and the cost of a usage dict, as ``parse_usage``
+    reads them, without making a ``Usage`` (what a history count sums)."""
+    get = raw.get
+    input_tokens = sane_count(get("input")) or 0
+    output_tokens = sane_count(get("output")) or 0
+    total = sane_count(get("totalTokens"))
+    cost = get("cost")
+    if isinstance(cost, dict):
+        cost = cost.get("total")
+    return (input_tokens, output_tokens,
+            total if total is not None else input_tokens + output_tokens,
+            sane_cost(cost) or 0.0)
 
 
 def _text_of(content: Any) -> str:

@@ -28,18 +28,19 @@ from monitor.events import (
     CountedHistory,
     ToolCall,
     ToolResult,
-    Usage,
     UserMessage,
     count_tool,
     reply_failed,
 )
 from monitor.sources.transcript import (
     IGNORED_ENTRY_TYPES,
+    MAX_EPOCH_SECONDS,
     TOOL_CALL_ITEM_TYPES,
     parse_timestamp,
     parse_usage,
     run_id_from,
     tool_name,
+    usage_sums,
 )
 from monitor.sources.transcript import text_or_none as _text
 
@@ -121,31 +122,38 @@ def count_into(summed: CountedSum, text: str | bytes, origin: str, count_only: C
     message, ts = decoded
     role = message.role
     if role == "assistant":
-        names = [item.name if isinstance(item.name, str) else "?" for item in _items(message)
-                 if item.type in TOOL_CALL_ITEM_TYPES]
-        summed.add_reply(origin, ts, _run_id(message), names, parse_usage(message.usage),
-                         _text(message.model),
+        content = message.content
+        names = [item.name if type(item.name) is str else "?" for item in content
+                 if item.type in TOOL_CALL_ITEM_TYPES] if type(content) is list else []
+        events = 1 + len(names)
+    elif role == "toolResult" or role == "user":
+        events = 1
+    else:
+        return 0
+    run_id = _run_id(message)
+    summed.add_event(origin, ts, run_id, events)
+    if role == "assistant":
+        summed.add_reply(names, message.usage, _text(message.model),
                          reply_failed(_text(message.stopReason), _text(message.errorMessage)))
-        return 1 + len(names)
-    if role == "toolResult":
-        summed.add_event(origin, ts, _run_id(message))
-        return 1
-    if role == "user":
-        run_id = _run_id(message)
-        summed.add_event(origin, ts, run_id)
-        if run_id:
-            summed.user_run_id = run_id
-        return 1
-    return 0
+    elif role == "user" and run_id:
+        summed.user_run_id = run_id
+    return events
+
+
+#: Epoch milliseconds that ``parse_timestamp`` reads as milliseconds and keeps as they are
+#: (past 1e11, up to the last second ``datetime`` holds): the time of most messages, read
+#: by ``_counted_message`` without the call.
+_MS_FROM, _MS_UP_TO = 1e11, int(MAX_EPOCH_SECONDS) * 1000
 
 
 def _counted_message(text: str | bytes, count_only: CountOnly
                      ) -> tuple[_Message, float] | list | None:
     """The message of an entry only counted, and its time; [] for an entry that gives no
-    event; None when the entry must be read in full."""
-    if isinstance(text, bytes):
+    event; None when the entry must be read in full. Bytes are checked to be UTF-8, as the
+    full read checks them, and decoded as they are."""
+    if type(text) is bytes and not text.isascii():
         try:
-            text = text.decode("utf-8")
+            text.decode("utf-8")
         except UnicodeDecodeError:
             return None
     try:
@@ -157,8 +165,14 @@ def _counted_message(text: str | bytes, count_only: CountOnly
         return _ignored(text, entry, count_only)
     if entry.type != "message" or message is None:
         return None
-    ts = parse_timestamp(message.timestamp) or parse_timestamp(entry.timestamp)
-    if ts is None or ts >= count_only.since:
+    ts = message.timestamp
+    if not (type(ts) is int and _MS_FROM < ts <= _MS_UP_TO):
+        ts = parse_timestamp(ts) or parse_timestamp(entry.timestamp)
+        if ts is None:
+            return None
+    else:
+        ts /= 1000.0
+    if ts >= count_only.since:
         return None
     if message.role == "toolResult" and message.details is not None \
             and message.details.deniedReason == "tool-loop":
@@ -195,19 +209,23 @@ class CountedSum:
         if run_id and (not self.run_ids or self.run_ids[-1] != run_id):
             self.run_ids.append(run_id)
 
-    def add_reply(self, origin: str, ts: float, run_id: str | None, tool_names: list[str],
-                  usage: Usage, model: str | None, is_error: bool) -> None:
-        """An assistant reply and the tool calls it made."""
-        self.add_event(origin, ts, run_id, 1 + len(tool_names))
-        self.tool_calls += len(tool_names)
-        for name in tool_names:
-            count_tool(self.tools, name)
+    def add_reply(self, tool_names: list[str], raw_usage: Any, model: str | None,
+                  is_error: bool) -> None:
+        """What an assistant reply adds besides its events (``add_event``): the tool calls
+        it made, and its usage as the message holds it, read as ``parse_usage`` reads it."""
+        if type(raw_usage) is dict:
+            usage_input, usage_output, usage_total, cost = usage_sums(raw_usage)
+            self.tokens_input += usage_input
+            self.tokens_output += usage_output
+            self.tokens_total += usage_total
+            if cost:
+                self.costs.append(cost)
+        if tool_names:
+            self.tool_calls += len(tool_names)
+            tools = self.tools
+            for name in tool_names:
+                count_tool(tools, name)
         self.assistant_messages += 1
-        self.tokens_input += usage.input
-        self.tokens_output += usage.output
-        self.tokens_total += usage.total
-        if usage.cost:
-            self.costs.append(usage.cost)
         self.model = model or self.model
         self.errors += is_error
 
@@ -225,12 +243,15 @@ class CountedSum:
 
 class SummedRun:
     """A source reading one session's entries into ``out``, each run of counted-only ones
-    summed into a ``CountedHistory`` put where its first entry's events would have been."""
+    summed into a ``CountedHistory`` put where its first entry's events would have been.
+    ``counting_now``: whether the session is history now (``only_counts``), so that its
+    next entry may be counted at once; a caller that reads an entry in full (``add``) sets
+    it again after."""
 
     def __init__(self, source, sid: str, out: list) -> None:
         self.source, self.sid, self.out = source, sid, out
         self.summed = source.counted_sum = CountedSum(sid)
-        self._counting_now = source.only_counts(sid)
+        self.counting_now = source.only_counts(sid)
 
     def add(self, read, item):
         """``read(sid, item, out)``, what it returned."""
@@ -246,34 +267,19 @@ class SummedRun:
     def add_lines(self, lines, add: Callable | None = None) -> None:
         """``add(line)`` of each transcript line (``tail.Line``) of ``lines``, by default
         ``self.add(source.emit_line, line)``; a line the source would only count is counted
-        at once (``add_counted``)."""
+        at once."""
         source, summed, count_only = self.source, self.summed, self.source.count_only
         if add is None:
             emit_line = source.emit_line
             add = lambda line: self.add(emit_line, line)  # noqa: E731
-        for line in lines:              # add_counted's loop, inline: this is the hot one
-            if self._counting_now:
+        for line in lines:
+            if self.counting_now:
                 count = count_into(summed, line.data, f"{line.path}@{line.offset}", count_only)
                 if count is not None:
                     source.events += count
                     continue
             add(line)
-            self._counting_now = source.only_counts(self.sid)
-
-    def add_counted(self, count: Callable, add: Callable, item):
-        """``add(item)``, unless the session is history now and ``count(summed, item)``
-        counts it: then what ``count`` returned. ``count`` does what the source's read of
-        ``item`` does for an entry it only counts, without the calls in between (history is
-        most of a first scan), or returns None, having done nothing: an item to read as
-        before (blank, not UTF-8, a NUL byte, not JSON, to be read in full), after which the
-        session may no longer be history."""
-        if self._counting_now:
-            counted = count(self.summed, item)
-            if counted is not None:
-                return counted
-        returned = add(item)
-        self._counting_now = self.source.only_counts(self.sid)
-        return returned
+            self.counting_now = source.only_counts(self.sid)
 
     def close(self) -> None:
         self.summed.flush_to(self.out)
