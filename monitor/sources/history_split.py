@@ -7,9 +7,12 @@ folds the same events in the same order as if the source had read everything, wh
 it.
 
 Who reads what balances itself: a reader is given the next free key at least
-``LOOKAHEAD_KEYS`` ahead of the source each time it has fewer than ``QUEUED_KEYS`` to
-read; the source reads what it reaches ungiven. A slow source (folding) leaves the readers
-more; a slow reader (a large file) leaves the source more. A reader's frames are collected
+``LOOKAHEAD_KEYS`` ahead of the source (near the end, half the keys left) each time it has
+fewer than ``QUEUED_KEYS`` to read; the source reads what it reaches ungiven. A slow source
+(folding) leaves the readers more; a slow reader (a large file) leaves the source more.
+Each time the source catches up with a reader it waits for the reader's queued keys, then
+reads the keys up to the next ones given: the longer that stretch, the less of the source's
+time goes to waiting. A reader's frames are collected
 by a thread into a bounded buffer (``BUFFERED_BYTES``; beyond it the pipe fills and the
 reader waits). A key whose parts are not all taken (a reader that ended early, a session
 that stopped being history) is read on by the source from the last part taken."""
@@ -30,8 +33,9 @@ from monitor.sources.history_reader import FRAME_HEADER, HistoryPart, HistoryReq
 MIN_SPLIT_BYTES = 32 << 20
 #: Frames read from a reader and not taken yet, at most (then it waits on a full pipe).
 BUFFERED_BYTES = 16 << 20
-#: How far ahead of the source a reader's next key is, and how many it has to read at once.
-LOOKAHEAD_KEYS = 64
+#: How far ahead of the source a reader's next key is, and how many it has to read at once:
+#: a source that caught up waits for up to ``QUEUED_KEYS`` keys every ``LOOKAHEAD_KEYS``.
+LOOKAHEAD_KEYS = 256
 QUEUED_KEYS = 16
 FREE, GIVEN, OWN = 0, 1, 2
 _BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
@@ -194,7 +198,8 @@ class HistorySplit:
         with self._lock:
             reader.queued -= finished
             while reader.taking and reader.queued < QUEUED_KEYS:
-                start = max(self._frontier + 1, self._source_at + LOOKAHEAD_KEYS)
+                ahead = min(LOOKAHEAD_KEYS, (len(self._keys) - self._source_at) // 2)
+                start = max(self._frontier + 1, self._source_at + ahead)
                 index = next((i for i in range(start, len(self._keys))
                               if self._state[i] == FREE), None)
                 if index is None:
