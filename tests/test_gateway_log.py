@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from monitor.sources import log_line_forms
 from monitor.sources.gateway_log import GatewayLogSource, rotated_siblings
@@ -117,3 +119,30 @@ def test_each_lines_own_bindings_name_its_subsystem_with_few_kept():
     long = json.dumps({"subsystem": "x" * log_line_forms.BINDINGS_KEPT_CHARS})
     assert parse_log_line(line(long)).subsystem == "x" * log_line_forms.BINDINGS_KEPT_CHARS
     assert long not in log_line_forms._SUBSYSTEM_OF_BINDINGS
+
+
+def _leading_fields_pair_by_pair(message: str) -> dict[str, str]:
+    """``leading_fields`` as specified: after the label, one ``PAIR_RE`` match at a time
+    while they follow each other, the first value of each id name kept."""
+    label = log_line_forms.LABEL_RE.match(message)
+    fields: dict[str, str] = {}
+    position = label.end() if label else None
+    while position is not None and (pair := log_line_forms.PAIR_RE.match(message, position)):
+        if pair[1] in log_line_forms.ID_FIELD_NAMES:
+            fields.setdefault(pair[1], pair[2].strip('"'))
+        position = pair.end()
+    return fields
+
+
+_ID_NAMES = st.sampled_from(["runId", "sessionId", "tool", "count", "x", "run-id"])
+_VALUES = st.sampled_from(["1", "a=b", '"a b"', '"', '"x', "", "é", "v\"w"])
+_WORDS = st.one_of(st.builds("{}={}".format, _ID_NAMES, _VALUES),
+                   st.sampled_from(["x", "=", "a:", ": ", "Loop warning", '"q"', "é"]))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.tuples(_WORDS, st.sampled_from([" ", "  ", "\t", "\n", ""])),
+                max_size=8).map(lambda words: "".join(w + gap for w, gap in words)))
+def test_a_messages_ids_are_its_leading_pairs_read_one_by_one(message):
+    for text in (message, f"tool loop: {message}"):
+        assert log_line_forms.leading_fields(text) == _leading_fields_pair_by_pair(text)

@@ -35,31 +35,34 @@ class TraceJoin:
         self._ids: OrderedDict[str, dict[str, str]] = OrderedDict()
 
     def attribute(self, notice: GatewayNotice) -> GatewayNotice:
-        if notice.trace_id is None:
+        trace_id = notice.trace_id
+        if trace_id is None:
             return notice
-        known = self._ids.get(notice.trace_id)
-        ids = {k: v for k, v in (("run_id", notice.run_id), ("session_id", notice.session_id),
-                                 ("session_key", notice.session_key),
-                                 ("agent_id", notice.agent_id)) if v}
+        remembered = self._ids
+        known = remembered.get(trace_id)
         if known is None:
-            known = {}
-            self._ids[notice.trace_id] = known
-            if len(self._ids) > self.capacity:
-                self._ids.popitem(last=False)
+            known = remembered[trace_id] = {}
+            if len(remembered) > self.capacity:
+                remembered.popitem(last=False)
         else:
-            self._ids.move_to_end(notice.trace_id)
-        for name, value in ids.items():     # the first line of a run names it; a later
-            known.setdefault(name, value)     # line's text cannot re-attribute the run
-        missing = {k: v for k, v in known.items() if k not in ids}
+            remembered.move_to_end(trace_id)
+        missing = False
+        for name, value in (("run_id", notice.run_id), ("session_id", notice.session_id),
+                            ("session_key", notice.session_key),
+                            ("agent_id", notice.agent_id)):
+            if value:                       # the first line of a run names it; a later
+                known.setdefault(name, value)   # line's text cannot re-attribute the run
+            elif name in known:
+                missing = True
         if not missing:
             return notice
         return GatewayNotice(
             level=notice.level, subsystem=notice.subsystem, message=notice.message,
-            ts=notice.ts, trace_id=notice.trace_id,
-            run_id=notice.run_id or missing.get("run_id"),
-            session_id=notice.session_id or missing.get("session_id"),
-            session_key=notice.session_key or missing.get("session_key"),
-            agent_id=notice.agent_id or missing.get("agent_id"),
+            ts=notice.ts, trace_id=trace_id,
+            run_id=notice.run_id or known.get("run_id"),
+            session_id=notice.session_id or known.get("session_id"),
+            session_key=notice.session_key or known.get("session_key"),
+            agent_id=notice.agent_id or known.get("agent_id"),
             fields=notice.fields, origin=notice.origin,
         )
 

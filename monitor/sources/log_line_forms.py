@@ -54,7 +54,10 @@ ID_FIELD_NAMES = frozenset({
 #: only that leading run is read, up to the first word that is not ``key=value``, because
 #: what follows (a tool's output, an error text) is anyone's to write.
 LABEL_RE = re.compile(r"[A-Za-z][\w ./-]{0,80}: ")
-PAIR_RE = re.compile(r"(\w+)=(\"[^\"]*\"|[^\s\"]\S*)(?:\s+|$)")
+_PAIR_VALUE = r'"[^"]*"|[^\s"]\S*'
+PAIR_RE = re.compile(rf"(\w+)=({_PAIR_VALUE})(?:\s+|$)")
+#: The whole run of ``PAIR_RE`` pairs at a position, matched at once.
+PAIRS_RUN_RE = re.compile(rf"(?:\w+=(?:{_PAIR_VALUE})(?:\s+|$))+")
 #: Subsystems whose messages put model-written text (a tool's name) before anything else,
 #: so no id is read from their text: their lines are joined to a run through ``traceId``.
 NO_TEXT_IDS = frozenset({"agents/tools", "agents/loop-detection"})
@@ -174,13 +177,13 @@ def leading_fields(message: str) -> dict[str, str]:
     label = LABEL_RE.match(message)
     if label is None:
         return {}
+    run = PAIRS_RUN_RE.match(message, label.end())
+    if run is None:
+        return {}
     fields: dict[str, str] = {}
-    position = label.end()
-    while (pair := PAIR_RE.match(message, position)) is not None:
-        name = pair[1]
-        if name in ID_FIELD_NAMES:
-            fields.setdefault(name, pair[2].strip('"'))
-        position = pair.end()
+    for name, value in PAIR_RE.findall(message, label.end(), run.end()):
+        if name in ID_FIELD_NAMES and name not in fields:
+            fields[name] = value.strip('"')
     return fields
 
 
