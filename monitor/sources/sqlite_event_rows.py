@@ -97,9 +97,7 @@ class EventRows:
             counted = self.count_row(sid, row, out, summing.summed)
             if counted is not None:
                 return counted
-        size = summing.add(self.read_row, row)
-        summing.counting_now = self.only_counts(sid)
-        return size
+        return summing.read_in_full(self.read_row, row)
 
     def pass_oversized_row_or_raise(self, exc: sqlite3.DataError, conn: sqlite3.Connection,
                                     sid: str, out: list, summing) -> None:

@@ -122,9 +122,8 @@ def count_into(summed: CountedSum, text: str | bytes, origin: str, count_only: C
     message, ts = decoded
     role = message.role
     if role == "assistant":
-        content = message.content
-        names = [item.name if type(item.name) is str else "?" for item in content
-                 if item.type in TOOL_CALL_ITEM_TYPES] if type(content) is list else []
+        names = [item.name if isinstance(item.name, str) else "?" for item in _items(message)
+                 if item.type in TOOL_CALL_ITEM_TYPES]
         events = 1 + len(names)
     elif role == "toolResult" or role == "user":
         events = 1
@@ -245,8 +244,8 @@ class SummedRun:
     """A source reading one session's entries into ``out``, each run of counted-only ones
     summed into a ``CountedHistory`` put where its first entry's events would have been.
     ``counting_now``: whether the session is history now (``only_counts``), so that its
-    next entry may be counted at once; a caller that reads an entry in full (``add``) sets
-    it again after."""
+    next entry may be counted at once; an entry read in full (``read_in_full``) sets it
+    again."""
 
     def __init__(self, source, sid: str, out: list) -> None:
         self.source, self.sid, self.out = source, sid, out
@@ -262,6 +261,12 @@ class SummedRun:
             held: list = []
             summed.flush_to(held)
             out[mark:mark] = held
+        return returned
+
+    def read_in_full(self, read, item):
+        """``add(read, item)``, after which the session may no longer be history."""
+        returned = self.add(read, item)
+        self.counting_now = self.source.only_counts(self.sid)
         return returned
 
     def add_lines(self, lines, add: Callable | None = None) -> None:
