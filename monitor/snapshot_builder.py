@@ -27,7 +27,7 @@ from monitor.records import (
     Record,
     redacted,
 )
-from monitor.redaction import bounded_output, clip
+from monitor.redaction import bounded_output, clip, known_secrets
 from monitor.snapshot import (
     AlertEntry,
     BoardRow,
@@ -120,6 +120,8 @@ class SnapshotBuilder:
         self._errors: dict[str, tuple[int, str]] = {}
         self._notices: dict[str, str] = {}
         self._rows: dict[str, tuple[tuple, BoardRow, list[Finding]]] = {}
+        #: Each session's label as shown, with what it was shown from (``_label``).
+        self._labels: dict[str, tuple[str, tuple[str, ...], str]] = {}
 
     # ------------------------------------------------------------- folding
 
@@ -218,7 +220,7 @@ class SnapshotBuilder:
             budget_percent = tokens_total * 100.0 / burn.budget
         row = BoardRow(
             session_id=state.session_id, key=state.key or state.session_id,
-            label=shown(state.label or state.key or state.session_id[:8]),
+            label=self._label(state),
             agent=shown_repeated(state.agent_id or ""), model=shown_repeated(state.model or ""),
             state=self._state_of(state, current, idle),
             tool_calls=state.tool_calls, tokens_in=tokens_in, tokens_out=tokens_out,
@@ -230,6 +232,19 @@ class SnapshotBuilder:
             source=shown_repeated(state.source or "openclaw", 20))
         self._rows[state.session_id] = (version, row, current)
         return row
+
+    def _label(self, state) -> str:
+        """``shown`` of the session's label, redacted again only when the label or the
+        registered secrets changed: a session's row is rebuilt each time its history grows,
+        and redacting its label is most of that."""
+        label = state.label or state.key or state.session_id[:8]
+        known = known_secrets()
+        remembered = self._labels.get(state.session_id)
+        if remembered is not None and remembered[0] == label and remembered[1] is known:
+            return remembered[2]
+        text = shown(label)
+        self._labels[state.session_id] = (label, known, text)
+        return text
 
     @staticmethod
     def _current_findings(state) -> list[Finding]:

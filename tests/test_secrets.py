@@ -366,6 +366,32 @@ def test_a_value_shown_on_many_rows_is_masked_once_its_secret_is_registered():
     assert shown_repeated(model) == f"model-through-proxy-{REDACTED}"
 
 
+def test_a_session_label_is_masked_once_its_secret_is_registered(tmp_path):
+    """The board redacts a session's label again only when the label or the registered
+    secrets change: a label shown before the gateway token was known is masked after."""
+    from monitor.pipeline import Monitor
+    from monitor.session_state import SessionState
+    from monitor.snapshot_builder import SnapshotBuilder
+    from monitor.sources.sourceset import SourceSet
+
+    monitor = Monitor(SourceSet(state_dir=str(tmp_path)))
+    builder = SnapshotBuilder(monitor, lambda: 1_000.0)
+    state = SessionState("s1", key="agent:main:s1", label="hook Qm7Rt2Wx9Kp4 night",
+                         last_ts=990.0)
+    monitor.sessions["s1"] = state
+    labels = []
+    for step in range(4):
+        state.tool_calls += 1               # the row is built again each time
+        if step == 2:
+            redaction.register_known_secret("Qm7Rt2Wx9Kp4")
+        if step == 3:
+            state.label = "renamed Qm7Rt2Wx9Kp4"
+        labels.append(builder.build().rows[0].label)
+    assert labels == ["hook Qm7Rt2Wx9Kp4 night"] * 2 + [f"hook {REDACTED} night",
+                                                      f"renamed {REDACTED}"]
+    assert labels[0] is labels[1]
+
+
 def test_a_webhook_urls_secret_is_registered():
     redaction.register_url_secrets("https://ntfy.example/clawwatch-alerts-Z9y8X7w6V5")
     assert redact_text("posted to clawwatch-alerts-Z9y8X7w6V5") == f"posted to {REDACTED}"
