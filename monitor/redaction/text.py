@@ -61,10 +61,12 @@ def redact_text(text: str) -> str:
     found = [marker for gate in found for marker in (
         [m for m in gated[gate] if m in folded] if gate in gated else (gate,))]
     of_marker = rules["_RULES_OF_MARKER"]
-    run = frozenset().union(*(of_marker[marker] for marker in found))
-    for index, (pattern, replacement, _) in enumerate(rules["_SECRET_TEXT"]):
-        if index in run:
-            text = pattern.sub(replacement, text)
+    run = of_marker[found[0]] if len(found) == 1 else \
+        frozenset().union(*(of_marker[marker] for marker in found))
+    secret_text = rules["_SECRET_TEXT"]
+    for index in sorted(run):             # in the rules' order, as they are written
+        pattern, replacement, _ = secret_text[index]
+        text = pattern.sub(replacement, text)
     return text
 
 
