@@ -159,7 +159,8 @@ def _human_line(record: Record) -> str:
 def _human_text(record: Record) -> str:
     if isinstance(record, FindingRecord):
         return (f"{record.ts} {record.level.upper():8} {record.key} {record.detector} "
-                f"x{record.count} (call {record.at_call}): {record.message}")
+                f"x{record.count} (call {record.at_call}): {record.message}"
+                + (" [under way when the watch started]" if record.caught_up else ""))
     if isinstance(record, ToolCallRecord):
         return f"{record.ts} call     {record.key} #{record.at_call} {record.name}"
     if isinstance(record, SessionRecord):

@@ -44,7 +44,8 @@ def run_live(monitor: Monitor, emit: Callable[[list[Record]], None], *,
 
     ``step`` replaces ``monitor.step`` (``--metrics`` runs each step under its lock).
     ``caught_up(seconds)`` is called once a quiet catch-up has ended: what is written from
-    then on is reported.
+    then on is reported, after the findings the catch-up raised that still hold
+    (``Monitor.still_current``: a loop under way when the watch started).
 
     When the log is a stream (``--log -``, ``--journal``), the loop also ends where the
     stream does.
@@ -91,8 +92,10 @@ def run_live(monitor: Monitor, emit: Callable[[list[Record]], None], *,
                 restore_collector(collector)
             monitor.quiet = False
             give_back_free_memory()
-            if caught_up is not None and not stop.is_set():
-                caught_up(time.monotonic() - started)
+            if not stop.is_set():
+                if caught_up is not None:
+                    caught_up(time.monotonic() - started)
+                emit(monitor.still_current(time.time()))
         while not stop.is_set():
             records = step()
             emit(records)

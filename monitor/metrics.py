@@ -238,7 +238,7 @@ class MetricsHub:
         cached = self._current.get(state.session_id)
         if cached is not None and cached[0] == version:
             return cached[1], cached[2]
-        current = SnapshotBuilder._current_findings(state)
+        current = state.current_findings()
         level = max((LEVEL_VALUE.get(f.level, 0) for f in current), default=0)
         self._current[state.session_id] = (version, current, level)
         return current, level

@@ -165,6 +165,24 @@ class Monitor:
                 records.append(error)
         return records
 
+    def still_current(self, now: float) -> list[FindingRecord]:
+        """The findings that a quiet catch-up raised without output and that still hold at
+        ``now``: of each session still under way (``SessionState.under_way_at``), its
+        current findings (``SessionState.current_findings``), the newest of each detector
+        and pattern, oldest first, marked ``caught_up``. What a loop under way when a watch
+        started would have reported had the watch been running, so it is neither missed
+        nor left to a policy that never sees it."""
+        records = []
+        for state in self.sessions.values():
+            if not state.findings or not state.under_way_at(now):
+                continue
+            newest = {(f.detector, f.pattern): f for f in state.current_findings()}
+            records += [FindingRecord.of(finding, ts=iso(finding.ts), key=state.key,
+                                         session_id=state.session_id, caught_up=True)
+                        for finding in newest.values()]
+        records.sort(key=lambda record: (record.ts or "", record.key or ""))
+        return records
+
     def internal_summary(self) -> dict | None:
         """The records skipped because folding them raised, as a source entry of the replay
         document (``kind`` ``internal``); None when there were none."""

@@ -51,14 +51,17 @@ class FindingRecord(Record, tag="finding", kw_only=True):
     tool: str | None
     at_call: int
     message: str
+    #: Raised while a first watch caught up quietly, and still current when it ended
+    #: (``Monitor.still_current``): a loop that was under way when the watch started.
+    caught_up: bool = False
 
     @classmethod
     def of(cls, finding: Any, *, ts: str | None, key: str | None,
-           session_id: str | None) -> FindingRecord:
+           session_id: str | None, caught_up: bool = False) -> FindingRecord:
         """The record of a ``detect.findings.Finding``, raised on ``key``/``session_id``."""
         return cls(ts=ts, key=key, session_id=session_id, detector=finding.detector,
                    level=finding.level, count=finding.count, tool=finding.tool,
-                   at_call=finding.at_call, message=finding.message)
+                   at_call=finding.at_call, message=finding.message, caught_up=caught_up)
 
 
 class ActionRecord(Record, tag="action", kw_only=True):

@@ -14,6 +14,13 @@ from monitor.detect.findings import Finding
 # kept finding costs ~290 bytes (key, tool and pattern are shared), 1,000 looping sessions
 # at this cap ~15 MB.
 FINDINGS_KEPT = 50
+#: A loop finding within this many calls of the session's newest is still current …
+CURRENT_CALLS = 12
+#: … as is any finding this recent (relative to the session's newest event); a session
+#: whose newest event is this recent is still under way.
+CURRENT_SECONDS = 300.0
+#: The index statuses of a session that has ended, or was stopped.
+ENDED_STATUSES = frozenset({"done", "failed", "timeout", "killed", "interrupted"})
 
 
 @dataclass(slots=True)
@@ -73,6 +80,27 @@ class SessionState:
         self.findings_total += 1
         if len(self.findings) > FINDINGS_KEPT:
             del self.findings[:-FINDINGS_KEPT]
+
+    def current_findings(self) -> list[Finding]:
+        """The findings that still describe the session (a loop it is still in, a budget
+        it crossed): within ``CURRENT_CALLS`` calls or ``CURRENT_SECONDS`` of its newest."""
+        out = []
+        for finding in self.findings:
+            recent_call = finding.at_call > 0 and self.tool_calls - finding.at_call \
+                < CURRENT_CALLS
+            recent_time = finding.ts is not None and self.last_ts is not None \
+                and self.last_ts - finding.ts <= CURRENT_SECONDS
+            if recent_call or recent_time or finding.detector == "token_budget":
+                out.append(finding)
+        return out
+
+    def under_way_at(self, now: float) -> bool:
+        """Whether the session is still under way at ``now``: the index does not say it
+        ended or was stopped, and its newest event is within ``CURRENT_SECONDS``."""
+        if self.status in ENDED_STATUSES or (self.aborted_last_run
+                                             and self.status != "running"):
+            return False
+        return self.last_ts is not None and now - self.last_ts <= CURRENT_SECONDS
 
     def touch(self, ts: float | None) -> None:
         if ts is None:

@@ -15,6 +15,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from datetime import datetime
 
 from monitor.detect.findings import LEVEL_RANK, LOOP_DETECTORS, Finding
 from monitor.detect.status import BurnStatus, PingPongPair, StreakStatus
@@ -42,8 +43,6 @@ FINISHED = {"done": "done", "failed": "done", "timeout": "done",
             "killed": "stopped", "interrupted": "stopped"}
 IDLE_AFTER_SECONDS = 30.0       # no event for this long: idle (or stalled while a run is active)
 STALL_AFTER_SECONDS = 120.0     # a run the index calls active, silent this long: stalled
-CURRENT_CALLS = 12              # a loop finding within this many calls is still current
-CURRENT_SECONDS = 300.0         # … as is any finding this recent (relative to the last event)
 ALERTS_KEPT = 1000
 TOP_BURNERS = 3
 #: The records the builder folds.
@@ -86,6 +85,11 @@ def _shown_finding(finding: Finding) -> Finding:
     detail view's latest finding."""
     return replace(finding, message=bounded_output(finding.message),
                    tool=None if finding.tool is None else shown(finding.tool))
+
+
+def _epoch(iso_ts: str | None) -> float | None:
+    """The epoch seconds of a record's ISO time (None when it has none)."""
+    return datetime.fromisoformat(iso_ts).timestamp() if iso_ts else None
 
 
 def _worst(findings: Iterable[Finding]) -> Finding | None:
@@ -134,9 +138,10 @@ class SnapshotBuilder:
             key = getattr(record, "key", None) or ""
             record = redacted(record)       # the alerts pane and status line: secrets masked
             if isinstance(record, FindingRecord):
+                raised = _epoch(record.ts) if record.caught_up else None
                 added.append(self._alert("finding", record.level, key,
                                          record.session_id or "", record.detector,
-                                         record.count, record.tool, record.message, None))
+                                         record.count, record.tool, record.message, raised))
             elif isinstance(record, ActionRecord):
                 added.append(self._alert("action", "action", key, "",
                                          record.action or "action", 0, None,
@@ -160,9 +165,13 @@ class SnapshotBuilder:
         self.alerts.append(entry)
         return entry
 
-    def finish_scan(self) -> None:
-        """The first scan is over: its findings become history alerts (they never ring)."""
-        found = [(f, s) for s in self.monitor.sessions.values() for f in s.findings]
+    def finish_scan(self, still_current: list[FindingRecord] = ()) -> None:
+        """The first scan is over: its findings become history alerts (they never ring),
+        but for ``still_current`` (``Monitor.still_current``), which the caller absorbs as
+        alerts that arrive now."""
+        live = {(r.session_id, r.detector, r.level, r.at_call, r.count) for r in still_current}
+        found = [(f, s) for s in self.monitor.sessions.values() for f in s.findings
+                 if (s.session_id, f.detector, f.level, f.at_call, f.count) not in live]
         found.sort(key=lambda pair: (pair[0].ts or 0, pair[1].key))
         for finding, state in found[-ALERTS_KEPT:]:
             self._alert("finding", finding.level, state.key or finding.session_key,
@@ -209,7 +218,7 @@ class SnapshotBuilder:
                 row = _with_idle(row, idle, self._state_of(state, current, idle))
                 self._rows[state.session_id] = (version, row, current)
             return row
-        current = self._current_findings(state)
+        current = state.current_findings()
         worst = _worst(current)
         burn = self._burn(state.session_id)
         tokens_in, tokens_out, tokens_total = state.token_counts()
@@ -245,18 +254,6 @@ class SnapshotBuilder:
         text = shown(label)
         self._labels[state.session_id] = (label, known, text)
         return text
-
-    @staticmethod
-    def _current_findings(state) -> list[Finding]:
-        out = []
-        for finding in state.findings:
-            recent_call = finding.at_call > 0 and state.tool_calls - finding.at_call \
-                < CURRENT_CALLS
-            recent_time = finding.ts is not None and state.last_ts is not None \
-                and state.last_ts - finding.ts <= CURRENT_SECONDS
-            if recent_call or recent_time or finding.detector == "token_budget":
-                out.append(finding)
-        return out
 
     @staticmethod
     def _state_of(state, current: list[Finding], idle: float | None) -> str:

@@ -289,6 +289,31 @@ def test_first_scan_fills_the_board_progressively_then_goes_live(world):
     assert loop.finished.is_set()
 
 
+def test_a_loop_under_way_when_the_scan_ends_is_a_live_alert_and_goes_to_the_actions(world):
+    """The first scan's findings are history, but for those of a session still under way
+    that still hold: they arrive as live alerts (with the time they were raised) and are
+    handed to the actions, as they would have been had the dashboard been running."""
+    handed: list = []
+    published, loop = run_first_scan(
+        world, timeout=10, after_step=lambda monitor, records: handed.extend(records) or [])
+    alerts = published[-1].alerts
+    live = {(a.session_key, a.detector, a.level) for a in alerts if not a.history}
+    assert ("agent:main:night-hammer", "generic_repeat", "critical") in live
+    assert not any(key == "agent:main:tidy" for key, _, _ in live)
+    hammer = next(s for s in loop.monitor.sessions.values()
+                  if s.key == "agent:main:night-hammer")
+    raised = max(f.ts for f in hammer.findings if f.detector == "generic_repeat")
+    assert any(a.ts == raised and not a.history for a in alerts
+               if a.detector == "generic_repeat" and a.level == "critical")
+    superseded = [a for a in alerts if a.session_key == "agent:main:night-hammer"
+                  and a.detector == "session_no_progress" and a.level == "warning"]
+    assert superseded and all(a.history for a in superseded)
+    caught_up = [r for r in handed if isinstance(r, FindingRecord)]
+    assert caught_up and all(r.caught_up for r in caught_up)
+    assert {(r.key, r.detector, r.level) for r in caught_up} == live
+    assert loop.monitor.still_current(world.clock.now + 301) == []
+
+
 # ---------------------------------------------------------------- the bell
 
 

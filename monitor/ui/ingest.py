@@ -140,11 +140,15 @@ class IngestLoop:
             dirty = dirty or bool(records) or builder.scanning
             if builder.scanning and not feed.backlog and not feed.behind \
                     and feed.read - read_before < feed.slice_events:
-                builder.finish_scan()
+                still_current = monitor.still_current(self.clock())
+                builder.finish_scan(still_current)
                 restore_collector(collector)
                 give_back_free_memory()
                 builder.watch_error = self._waker.watch_error
                 monitor.quiet = False
+                if still_current and self.after_step is not None:
+                    still_current += self.after_step(monitor, still_current)
+                builder.absorb(still_current)
                 self._forced = True
             since = time.monotonic() - last_publish
             interval = self.min_interval if not builder.scanning else max(
