@@ -51,8 +51,8 @@ class FindingRecord(Record, tag="finding", kw_only=True):
     tool: str | None
     at_call: int
     message: str
-    #: Raised while a first watch caught up quietly, and still current when it ended
-    #: (``Monitor.still_current``): a loop that was under way when the watch started.
+    #: Raised during a quiet catch-up (a first watch's, the dashboard's first scan) and
+    #: still current when it ended (``Monitor.still_current``): a loop already under way.
     caught_up: bool = False
 
     @classmethod

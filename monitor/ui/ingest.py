@@ -140,16 +140,7 @@ class IngestLoop:
             dirty = dirty or bool(records) or builder.scanning
             if builder.scanning and not feed.backlog and not feed.behind \
                     and feed.read - read_before < feed.slice_events:
-                still_current = monitor.still_current(self.clock())
-                builder.finish_scan(still_current)
-                restore_collector(collector)
-                give_back_free_memory()
-                builder.watch_error = self._waker.watch_error
-                monitor.quiet = False
-                if still_current and self.after_step is not None:
-                    still_current += self.after_step(monitor, still_current)
-                builder.absorb(still_current)
-                self._forced = True
+                self._finish_scan(monitor, builder, collector)
             since = time.monotonic() - last_publish
             interval = self.min_interval if not builder.scanning else max(
                 self.min_interval, self.scan_cost_factor * self.build_seconds)
@@ -167,6 +158,23 @@ class IngestLoop:
             wait = min(wait, max(0.0, self.heartbeat - (time.monotonic() - last_publish)))
             if not self._forced:
                 self._waker.wait(wait)
+
+    def _finish_scan(self, monitor, builder: SnapshotBuilder, collector: object) -> None:
+        """The first scan is over: its findings become history, but for those that still
+        hold on a session under way (``Monitor.still_current``), which arrive as live
+        alerts and go to the actions and the metrics as any step's records."""
+        still_current = monitor.still_current(self.clock())
+        builder.finish_scan(still_current)
+        restore_collector(collector)
+        give_back_free_memory()
+        builder.watch_error = self._waker.watch_error
+        monitor.quiet = False
+        if still_current and self.after_step is not None:
+            still_current += self.after_step(monitor, still_current)
+        if still_current and self.metrics is not None:
+            self.metrics.observe(still_current)
+        builder.absorb(still_current)
+        self._forced = True
 
     def _publish(self, builder: SnapshotBuilder) -> None:
         started = time.perf_counter()
