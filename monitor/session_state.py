@@ -19,8 +19,10 @@ CURRENT_CALLS = 12
 #: … as is any finding this recent (relative to the session's newest event); a session
 #: whose newest event is this recent is still under way.
 CURRENT_SECONDS = 300.0
-#: The index statuses of a session that has ended, or was stopped.
-ENDED_STATUSES = frozenset({"done", "failed", "timeout", "killed", "interrupted"})
+#: The index statuses of a session that has ended, or was stopped, and the board's state
+#: for each.
+ENDED_STATES = {"done": "done", "failed": "done", "timeout": "done",
+                "killed": "stopped", "interrupted": "stopped"}
 
 
 @dataclass(slots=True)
@@ -97,7 +99,7 @@ class SessionState:
     def under_way_at(self, now: float) -> bool:
         """Whether the session is still under way at ``now``: the index does not say it
         ended or was stopped, and its newest event is within ``CURRENT_SECONDS``."""
-        if self.status in ENDED_STATUSES or (self.aborted_last_run
+        if self.status in ENDED_STATES or (self.aborted_last_run
                                              and self.status != "running"):
             return False
         return self.last_ts is not None and now - self.last_ts <= CURRENT_SECONDS

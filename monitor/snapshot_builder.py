@@ -15,7 +15,6 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from datetime import datetime
 
 from monitor.detect.findings import LEVEL_RANK, LOOP_DETECTORS, Finding
 from monitor.detect.status import BurnStatus, PingPongPair, StreakStatus
@@ -29,6 +28,7 @@ from monitor.records import (
     redacted,
 )
 from monitor.redaction import bounded_output, clip, known_secrets
+from monitor.session_state import ENDED_STATES
 from monitor.snapshot import (
     AlertEntry,
     BoardRow,
@@ -39,8 +39,6 @@ from monitor.snapshot import (
 )
 from monitor.snapshot_feed import SnapshotFeed, shown, shown_repeated
 
-FINISHED = {"done": "done", "failed": "done", "timeout": "done",
-            "killed": "stopped", "interrupted": "stopped"}
 IDLE_AFTER_SECONDS = 30.0       # no event for this long: idle (or stalled while a run is active)
 STALL_AFTER_SECONDS = 120.0     # a run the index calls active, silent this long: stalled
 ALERTS_KEPT = 1000
@@ -85,11 +83,6 @@ def _shown_finding(finding: Finding) -> Finding:
     detail view's latest finding."""
     return replace(finding, message=bounded_output(finding.message),
                    tool=None if finding.tool is None else shown(finding.tool))
-
-
-def _epoch(iso_ts: str | None) -> float | None:
-    """The epoch seconds of a record's ISO time (None when it has none)."""
-    return datetime.fromisoformat(iso_ts).timestamp() if iso_ts else None
 
 
 def _worst(findings: Iterable[Finding]) -> Finding | None:
@@ -138,10 +131,9 @@ class SnapshotBuilder:
             key = getattr(record, "key", None) or ""
             record = redacted(record)       # the alerts pane and status line: secrets masked
             if isinstance(record, FindingRecord):
-                raised = _epoch(record.ts) if record.caught_up else None
                 added.append(self._alert("finding", record.level, key,
                                          record.session_id or "", record.detector,
-                                         record.count, record.tool, record.message, raised))
+                                         record.count, record.tool, record.message, None))
             elif isinstance(record, ActionRecord):
                 added.append(self._alert("action", "action", key, "",
                                          record.action or "action", 0, None,
@@ -167,17 +159,26 @@ class SnapshotBuilder:
 
     def finish_scan(self, still_current: list[FindingRecord] = ()) -> None:
         """The first scan is over: its findings become history alerts (they never ring),
-        but for ``still_current`` (``Monitor.still_current``), which the caller absorbs as
+        but for ``still_current`` (``Monitor.still_current``), which come after them as
         alerts that arrive now."""
         live = {(r.session_id, r.detector, r.level, r.at_call, r.count) for r in still_current}
-        found = [(f, s) for s in self.monitor.sessions.values() for f in s.findings
-                 if (s.session_id, f.detector, f.level, f.at_call, f.count) not in live]
+        found = [(f, s) for s in self.monitor.sessions.values() for f in s.findings]
         found.sort(key=lambda pair: (pair[0].ts or 0, pair[1].key))
-        for finding, state in found[-ALERTS_KEPT:]:
-            self._alert("finding", finding.level, state.key or finding.session_key,
-                        state.session_id, finding.detector, finding.count, finding.tool,
-                        bounded_output(finding.message), finding.ts, history=True)
+        history, current = [], []
+        for finding, state in found:
+            key = (state.session_id, finding.detector, finding.level, finding.at_call,
+                   finding.count)
+            (current if key in live else history).append((finding, state))
+        for finding, state in history[-ALERTS_KEPT:]:
+            self._finding_alert(finding, state, history=True)
+        for finding, state in current:
+            self._finding_alert(finding, state, history=False)
         self.scanning = False
+
+    def _finding_alert(self, finding: Finding, state, *, history: bool) -> None:
+        self._alert("finding", finding.level, state.key or finding.session_key,
+                    state.session_id, finding.detector, finding.count, finding.tool,
+                    bounded_output(finding.message), finding.ts, history)
 
     # ------------------------------------------------------------- building
 
@@ -257,8 +258,8 @@ class SnapshotBuilder:
 
     @staticmethod
     def _state_of(state, current: list[Finding], idle: float | None) -> str:
-        if state.status in FINISHED:
-            return FINISHED[state.status]
+        if state.status in ENDED_STATES:
+            return ENDED_STATES[state.status]
         if state.aborted_last_run and state.status != "running":
             return "stopped"
         if any(f.detector in LOOP_DETECTORS for f in current):

@@ -162,7 +162,8 @@ class IngestLoop:
     def _finish_scan(self, monitor, builder: SnapshotBuilder, collector: object) -> None:
         """The first scan is over: its findings become history, but for those that still
         hold on a session under way (``Monitor.still_current``), which arrive as live
-        alerts and go to the actions and the metrics as any step's records."""
+        alerts and go to the actions; what the actions give back is absorbed and counted
+        as any step's records."""
         still_current = monitor.still_current(self.clock())
         builder.finish_scan(still_current)
         restore_collector(collector)
@@ -170,10 +171,10 @@ class IngestLoop:
         builder.watch_error = self._waker.watch_error
         monitor.quiet = False
         if still_current and self.after_step is not None:
-            still_current += self.after_step(monitor, still_current)
-        if still_current and self.metrics is not None:
-            self.metrics.observe(still_current)
-        builder.absorb(still_current)
+            acted = self.after_step(monitor, still_current)
+            if self.metrics is not None:
+                self.metrics.observe(acted)
+            builder.absorb(acted)
         self._forced = True
 
     def _publish(self, builder: SnapshotBuilder) -> None:
