@@ -172,6 +172,34 @@ def test_a_poll_between_sweeps_scans_no_table(agent: Agent) -> None:
     source.close()
 
 
+def test_a_source_of_some_sessions_sweeps_only_theirs(agent: Agent) -> None:
+    """A source reading some sessions (a replay's shard, one session's timeline) looks
+    each up in the index when it sweeps, where a sweep of every session scans it all, and
+    reads exactly what the whole read gives those sessions."""
+    wanted = {session_id(2), session_id(5)}
+    source = SqliteAgentSource(str(agent.path), "main", sweep_seconds=0, **UNBOUNDED)
+    source.only_sessions = frozenset(wanted)
+    polls = [source.poll()]
+    statements: list[str] = []
+    assert source._conn is not None
+    source._conn.set_trace_callback(statements.append)
+    for n in (2, 3, 5):
+        agent.turn(session_id(n))
+    agent.writer.commit()
+    polls.append(source.poll())
+    sweeps = [s for s in statements if "max(seq)" in s]
+    assert len(sweeps) == 1, statements
+    conn = sqlite3.connect(f"file:{agent.path}?mode=ro", uri=True)
+    plan = plan_of(conn, sweeps[0])
+    assert not any(step.startswith("SCAN") for step in plan), (sweeps[0], plan)
+    assert set(by_session(polls[1])) == wanted
+    reference = [e for e in unbounded_read(agent.path)
+                 if getattr(e, "session_id", None) in wanted]
+    assert_same_reads(polls, reference)
+    conn.close()
+    source.close()
+
+
 # --------------------------------------------------------------------- bounded steps
 
 def test_budgeted_polls_read_exactly_what_one_unbounded_read_does(agent: Agent) -> None:

@@ -27,6 +27,11 @@ ASSUMED_ROW_BYTES = 1024
 NEW_ROWS_SQL = "SELECT session_id, seq, rowid FROM transcript_events WHERE rowid > ?"
 #: Every session's highest seq and rowid: a scan of the (session_id, seq) index.
 SWEEP_SQL = "SELECT session_id, max(seq), max(rowid) FROM transcript_events GROUP BY session_id"
+#: The sweep of some sessions (``only_sessions``): a search of the index for each.
+SWEEP_SOME_SQL = ("SELECT session_id, max(seq), max(rowid) FROM transcript_events "
+                  "WHERE session_id IN ({marks}) GROUP BY session_id")
+#: Session ids bound to one ``SWEEP_SOME_SQL`` (SQLite allows 999 on builds before 3.32).
+SWEEP_IDS_PER_QUERY = 500
 
 
 class UnreadSessions:
@@ -52,7 +57,7 @@ class UnreadSessions:
         if now - self._last_sweep >= self.sweep_seconds or top < self.row_watermark:
             self._last_sweep = now
             self._swept = True
-            for sid, max_seq, last_rowid in conn.execute(SWEEP_SQL):
+            for sid, max_seq, last_rowid in self._sweep(conn):
                 if max_seq is not None:
                     self._note_candidate(found, sid, max_seq, last_rowid, out)
         elif top > self.row_watermark:
@@ -60,6 +65,20 @@ class UnreadSessions:
                 self._note_candidate(found, sid, seq, rowid, out)
         self.row_watermark = top
         return found
+
+    def _sweep(self, conn: sqlite3.Connection):
+        """Every session's highest seq and rowid, or only those of ``only_sessions`` when the
+        source reads just some (a shard of a replay, one session's timeline): then each is
+        looked up in the index instead of every shard scanning all of it."""
+        wanted = self.only_sessions
+        if wanted is None:
+            yield from conn.execute(SWEEP_SQL)
+            return
+        ids = sorted(wanted)
+        for start in range(0, len(ids), SWEEP_IDS_PER_QUERY):
+            chunk = ids[start:start + SWEEP_IDS_PER_QUERY]
+            yield from conn.execute(SWEEP_SOME_SQL.format(marks=",".join("?" * len(chunk))),
+                                    chunk)
 
     def _note_candidate(self, found: dict, sid, seq, rowid, out: list) -> None:
         """Add ``sid`` to ``found`` when ``seq`` is past its cursor. A session id that is not
