@@ -9,9 +9,28 @@ count that could not be placed makes the shard's sessions uncacheable, never wro
 
 from __future__ import annotations
 
-from monitor.events import GatewayNotice, SessionInfo, SourceError, SourceNotice
+from monitor.events import (
+    AssistantMessage,
+    Compaction,
+    CountedHistory,
+    GatewayNotice,
+    LoopVeto,
+    ModelChange,
+    SessionInfo,
+    SessionStart,
+    SourceError,
+    SourceNotice,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 from monitor.sources.base import ERROR_SAMPLES_KEPT, sample_order
 from monitor.sources.sourceset import source_id
+
+#: What a transcript's entries become: each counted on its ``session_id`` by its ``origin``.
+_TRANSCRIPT_EVENT_TYPES = frozenset({
+    AssistantMessage, Compaction, CountedHistory, LoopVeto, ModelChange, SessionStart, ToolCall,
+    ToolResult, UserMessage})
 
 
 class UnitTally:
@@ -28,30 +47,48 @@ class UnitTally:
 
     def add(self, events: list) -> None:
         last = None                 # the source of the event before, when outermost
+        counted_sid = counted = None    # the session and events count of the event before
         for event in events:
-            if isinstance(event, SourceError):
-                if not event.shared:        # counted by the main process, not here
-                    self._error(event)
-            elif isinstance(event, (SourceNotice, GatewayNotice)):
+            if type(event) not in _TRANSCRIPT_EVENT_TYPES:
+                self._add_other(event)
                 continue
-            elif isinstance(event, SessionInfo):
-                source = self._source_of(event.origin)
-                if source is not None and source.kind == "jsonl" \
-                        and hasattr(source, "read_entry"):     # written with its transcript
-                    self._count(event.session_id, source, 0)
+            sid = event.session_id
+            origin = event.origin
+            if last is not None and origin.startswith(last.path):
+                if sid == counted_sid and sid:
+                    counted[0] += 1
+                    continue
+                source = last
             else:
-                sid = getattr(event, "session_id", None)
-                origin = getattr(event, "origin", "")
-                if last is not None and origin.startswith(last.path):
-                    source = last
-                else:
-                    source = self._source_of(origin)
-                    last = source if source is not None and id(source) in self._outermost \
-                        else None
-                if sid and source is not None:
-                    self._count(sid, source, 0)
-                else:
-                    self.unplaced += 1
+                source = self._source_of(origin)
+                last = source if source is not None and id(source) in self._outermost \
+                    else None
+            if sid and source is not None:
+                counted = self._count(sid, source, 0)
+                counted_sid = sid
+            else:
+                self.unplaced += 1
+                counted_sid = None
+
+    def _add_other(self, event) -> None:
+        """An event that is not one of a transcript's own kinds (``add``)."""
+        if isinstance(event, SourceError):
+            if not event.shared:        # counted by the main process, not here
+                self._error(event)
+        elif isinstance(event, (SourceNotice, GatewayNotice)):
+            return
+        elif isinstance(event, SessionInfo):
+            source = self._source_of(event.origin)
+            if source is not None and source.kind == "jsonl" \
+                    and hasattr(source, "read_entry"):     # written with its transcript
+                self._count(event.session_id, source, 0)
+        else:
+            sid = getattr(event, "session_id", None)
+            source = self._source_of(getattr(event, "origin", ""))
+            if sid and source is not None:
+                self._count(sid, source, 0)
+            else:
+                self.unplaced += 1
 
     def agrees(self, sources: list) -> bool:
         """Every count placed: per source, the sessions' events and errors add up to its."""
