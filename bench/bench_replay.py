@@ -117,8 +117,8 @@ def timed(command: list[str], output: Path, cwd: Path, timeout: float | None) ->
         process.returncode = os.waitstatus_to_exitcode(status)
     figures = {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
                "rss_mb": usage.ru_maxrss / 1024, "tree_mb": tree.peak / 1e6}
-    if timeout and wall >= timeout:
-        return {**figures, "timed_out": True}
+    if timeout and wall >= timeout:     # its children were killed unreaped: CPU unknown
+        return {**figures, "cpu": None, "timed_out": True}
     stderr = output.with_suffix(".stderr").read_text(errors="replace")
     if process.returncode != 0:
         raise SystemExit(f"bench_replay: {' '.join(command)} exited {process.returncode}:\n"
@@ -144,8 +144,17 @@ def without_detectors(replay: list[str], scratch: Path) -> list[str]:
 
 
 def median_of(runs: list[dict]) -> dict:
-    return {key: statistics.median(r[key] for r in runs)
-            for key in ("wall", "cpu", "rss_mb", "tree_mb")}
+    """Each figure's median over the runs that have it (a killed run has no CPU time)."""
+    medians = {}
+    for key in ("wall", "cpu", "rss_mb", "tree_mb"):
+        known = [r[key] for r in runs if r[key] is not None]
+        medians[key] = statistics.median(known) if known else None
+    return medians
+
+
+def cpu_text(cpu: float | None, width: int, places: int) -> str:
+    """Seconds of CPU as the tables print them; "n/a" for a killed run."""
+    return f"{cpu:{width}.{places}f}s" if cpu is not None else "n/a".rjust(width + 1)
 
 
 def spread(runs: list[dict]) -> float:
@@ -220,7 +229,7 @@ def bench_era(era: str, root: Path, manifest: dict, ccusage: Path, args) -> dict
             if figures["timed_out"]:
                 timed_out.add(name)
             print(f"  {era} round {round_no + 1} {name:9}: {figures['wall']:7.2f}s wall "
-                  f"{figures['cpu']:7.2f}s cpu {figures['rss_mb']:8.0f} MB rss "
+                  f"{cpu_text(figures['cpu'], 7, 2)} cpu {figures['rss_mb']:8.0f} MB rss "
                   f"{figures['tree_mb']:6.0f} MB tree"
                   + (" TIMED OUT" if figures["timed_out"] else ""), file=sys.stderr, flush=True)
     clawwatch_doc = json.loads((scratch / f"{era}-clawwatch.json").read_text())
@@ -232,7 +241,7 @@ def bench_era(era: str, root: Path, manifest: dict, ccusage: Path, args) -> dict
                "monitor_root": str(args.monitor_root)}
     for name, figures in results.items():
         med = median_of(figures)
-        summary[name] = {**{k: round(v, 3) for k, v in med.items()},
+        summary[name] = {**{k: None if v is None else round(v, 3) for k, v in med.items()},
                          "mb_per_s": round(megabytes / med["wall"], 1),
                          "events_per_s": round(events / med["wall"]),
                          "spread": round(spread(figures), 3),
@@ -263,7 +272,8 @@ def print_summary(summary: dict) -> None:
         print(f"{name:10} {s['wall']:8.2f} s{more}  {s['mb_per_s']:7.1f} MB/s  "
               f"{s['events_per_s']:>9,} entries/s  peak RSS {s['rss_mb']:7.0f} MB "
               f"(largest process; whole tree {s['tree_mb']:.0f} MB)  "
-              f"cpu {s['cpu']:.1f} s  spread {s['spread'] * 100:.0f}%  walls {s['walls']}")
+              f"cpu {cpu_text(s['cpu'], 0, 1)}  spread {s['spread'] * 100:.0f}%  "
+              f"walls {s['walls']}")
     ratio = summary["ratio"]
     print(f"throughput ratio clawwatch/ccusage: {ratio:.2f}x "
           f"(goal >= 2x: {'met' if ratio >= 2 else 'missed'}; "
