@@ -1,5 +1,6 @@
 """``evaluate`` skips comparing results where no count it compares them for can reach a
-threshold; its verdicts must be those of the full computation for any history."""
+threshold, and looking for a pair or a second variant where every record is the call
+itself; its verdicts must be those of the full computation for any history."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ def _full(history, tool, args_hash, known_poll, limits):
     full_ping_pong = loopcore.ping_pong_streak
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr(loopcore, "_streaks_below", lambda *_: False)
+        patched.setattr(loopcore, "_only_this_call", lambda *_: False)
         patched.setattr(loopcore, "ping_pong_streak",
                         lambda history, current, evidence_from=0: full_ping_pong(history, current))
         return evaluate(history, tool, args_hash, known_poll, limits)

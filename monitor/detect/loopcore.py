@@ -281,17 +281,27 @@ def _streaks_below(same_tool_tail: int, same_call: int, limits: Thresholds) -> b
                                                  limits.global_breaker)
 
 
+def _only_this_call(same_call: int, history: list[Record]) -> bool:
+    """Whether every record of the history is a call of this tool with these arguments (half
+    of the calls of a looping session): then there is no other call to alternate with, so no
+    ping-pong, and no second variant, so no argument churn."""
+    return same_call == len(history)
+
+
 def evaluate(history: list[Record], tool: str, args_hash: str, known_poll: bool,
              limits: Thresholds) -> Verdict | None:
     """The verdict OpenClaw's ``detectToolCallLoop`` returns for the next call, or None."""
     unknown, unknown_name = unknown_tool_streak(history, tool)
     same_tool_tail, recent = _same_call_counts(history, tool, args_hash)
+    only_this_call = _only_this_call(recent, history)
     if _streaks_below(same_tool_tail, recent, limits):
         streak, latest_result, churn, variants = 0, None, 0, 0
     else:
         streak, latest_result = no_progress_streak(history, tool, args_hash)
-        churn, variants = argument_churn_streak(history, tool, args_hash)
-    pingpong = ping_pong_streak(history, args_hash, limits.critical)
+        churn, variants = (0, 0) if only_this_call else \
+            argument_churn_streak(history, tool, args_hash)
+    pingpong = _NO_PING_PONG if only_this_call else \
+        ping_pong_streak(history, args_hash, limits.critical)
     result_key = latest_result or "none"
 
     if limits.unknown_tool_repeat and unknown >= limits.unknown_tool:
