@@ -49,11 +49,13 @@ class UnitTally:
         last = None                 # the source of the event before, when outermost
         counted_sid = counted = None    # the session and events count of the event before
         for event in events:
-            if type(event) not in _TRANSCRIPT_EVENT_TYPES:
-                self._add_other(event)
+            if type(event) in _TRANSCRIPT_EVENT_TYPES:
+                sid, origin = event.session_id, event.origin
+            elif self._added_apart(event):
                 continue
-            sid = event.session_id
-            origin = event.origin
+            else:                       # a kind of event this tally does not know
+                sid = getattr(event, "session_id", None)
+                origin = getattr(event, "origin", "")
             if last is not None and origin.startswith(last.path):
                 if sid == counted_sid and sid:
                     counted[0] += 1
@@ -70,25 +72,20 @@ class UnitTally:
                 self.unplaced += 1
                 counted_sid = None
 
-    def _add_other(self, event) -> None:
-        """An event that is not one of a transcript's own kinds (``add``)."""
+    def _added_apart(self, event) -> bool:
+        """Whether ``event`` is an error, a notice or an index record, tallied (or not) here
+        rather than placed by its origin as ``add`` places the rest."""
         if isinstance(event, SourceError):
             if not event.shared:        # counted by the main process, not here
                 self._error(event)
-        elif isinstance(event, (SourceNotice, GatewayNotice)):
-            return
         elif isinstance(event, SessionInfo):
             source = self._source_of(event.origin)
             if source is not None and source.kind == "jsonl" \
                     and hasattr(source, "read_entry"):     # written with its transcript
                 self._count(event.session_id, source, 0)
-        else:
-            sid = getattr(event, "session_id", None)
-            source = self._source_of(getattr(event, "origin", ""))
-            if sid and source is not None:
-                self._count(sid, source, 0)
-            else:
-                self.unplaced += 1
+        elif not isinstance(event, (SourceNotice, GatewayNotice)):
+            return False
+        return True
 
     def agrees(self, sources: list) -> bool:
         """Every count placed: per source, the sessions' events and errors add up to its."""
