@@ -96,13 +96,20 @@ class SessionState:
                 out.append(finding)
         return out
 
+    def ended_state(self) -> str | None:
+        """The board's state of a session the index says ended or was stopped (its last
+        run aborted and none running since), or None."""
+        if self.status in ENDED_STATES:
+            return ENDED_STATES[self.status]
+        if self.aborted_last_run and self.status != "running":
+            return "stopped"
+        return None
+
     def under_way_at(self, now: float) -> bool:
-        """Whether the session is still under way at ``now``: the index does not say it
-        ended or was stopped, and its newest event is within ``CURRENT_SECONDS``."""
-        if self.status in ENDED_STATES or (self.aborted_last_run
-                                             and self.status != "running"):
-            return False
-        return self.last_ts is not None and now - self.last_ts <= CURRENT_SECONDS
+        """Whether the session is still under way at ``now``: it has not ended
+        (``ended_state``), and its newest event is within ``CURRENT_SECONDS``."""
+        return self.ended_state() is None and self.last_ts is not None \
+            and now - self.last_ts <= CURRENT_SECONDS
 
     def touch(self, ts: float | None) -> None:
         if ts is None:

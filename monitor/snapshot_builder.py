@@ -28,7 +28,6 @@ from monitor.records import (
     redacted,
 )
 from monitor.redaction import bounded_output, clip, known_secrets
-from monitor.session_state import ENDED_STATES
 from monitor.snapshot import (
     AlertEntry,
     BoardRow,
@@ -258,10 +257,9 @@ class SnapshotBuilder:
 
     @staticmethod
     def _state_of(state, current: list[Finding], idle: float | None) -> str:
-        if state.status in ENDED_STATES:
-            return ENDED_STATES[state.status]
-        if state.aborted_last_run and state.status != "running":
-            return "stopped"
+        ended = state.ended_state()
+        if ended is not None:
+            return ended
         if any(f.detector in LOOP_DETECTORS for f in current):
             return "looping"
         if idle is None or idle <= IDLE_AFTER_SECONDS:

@@ -298,12 +298,11 @@ def test_family_precedence():
 
 
 def test_the_board_does_not_call_a_long_productive_run_looping():
-    from types import SimpleNamespace
-
     from monitor.detect.findings import Finding
+    from monitor.session_state import SessionState
     from monitor.snapshot_builder import SnapshotBuilder
 
-    state = SimpleNamespace(status="running", aborted_last_run=False)
+    state = SessionState("s1", status="running")
     budget = Finding(PRODUCTIVE, "s1", "iteration_budget", "warning", 100, "exec", 100, "")
     repeat = Finding(LOOPING, "s2", "generic_repeat", "warning", 10, "exec", 10, "")
     assert SnapshotBuilder._state_of(state, [budget], 1.0) == "running"
