@@ -143,7 +143,8 @@ class ToolResult(msgspec.Struct, frozen=True):
 
     @property
     def is_loop_veto(self) -> bool:
-        return self.denied_reason == "tool-loop"
+        details = self.details
+        return isinstance(details, dict) and details.get("deniedReason") == "tool-loop"
 
 
 class LoopVeto(msgspec.Struct, frozen=True):

@@ -291,7 +291,9 @@ class Monitor:
                 state.errors += 1
         elif kind is UserMessage and run_id:
             state.run_id = run_id
-        if (kind in COUNTED_TYPES and event.counted_only) or self.only_counts(event):
+        if kind in COUNTED_TYPES and event.counted_only:
+            return
+        if self.detect_since is not None and self.only_counts(event):
             return
         self._detect(state, event, records)
 

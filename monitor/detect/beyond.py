@@ -220,8 +220,10 @@ class ContextBloat:
                 self.baseline = float(ordered[len(ordered) // 2])
                 self.samples.clear()
             return None
-        total_prompt = sum(p for p, _ in self.recent)
-        total_output = sum(o for _, o in self.recent)
+        total_prompt = total_output = 0
+        for recent_prompt, recent_output in self.recent:
+            total_prompt += recent_prompt
+            total_output += recent_output
         return prompt / self.baseline, total_output / total_prompt
 
 

@@ -78,7 +78,7 @@ class DetectionEngine:
             return self._on_notice(session_key, agent_id, event)
         if kind not in TRANSCRIPT_EVENT_TYPES or not event.session_id:
             return []
-        settings = self.settings_for(agent_id)
+        settings = self._settings.get(agent_id or "") or self.settings_for(agent_id)
         if not settings.detection.enabled:
             return []
         state = self._state(event.session_id, session_key, agent_id, settings)
@@ -225,7 +225,7 @@ class DetectionEngine:
 
     def _state(self, session_id: str, session_key: str, agent_id: str,
                settings: Settings) -> SessionState:
-        state = self._live(session_id)
+        state = self._sessions.get(session_id) or self._live(session_id)
         if state is None:
             det = settings.detection
             summary = self._hibernated.pop(session_id, None)

@@ -43,8 +43,15 @@ def epoch_seconds(value: float) -> float | None:
     return value if math.isfinite(value) and 0 <= value <= MAX_EPOCH_SECONDS else None
 
 
+#: Epoch milliseconds that ``parse_timestamp`` reads as milliseconds and keeps as they are
+#: (past 1e11, up to the last second ``datetime`` holds): the time of most messages.
+MS_FROM, MS_UP_TO = 1e11, int(MAX_EPOCH_SECONDS) * 1000
+
+
 def parse_timestamp(value: Any) -> float | None:
     """Seconds since the epoch from an ISO string or epoch milliseconds."""
+    if type(value) is int and MS_FROM < value <= MS_UP_TO:     # most messages' time
+        return value / 1000.0
     if isinstance(value, str):
         if not value:
             return None
@@ -153,14 +160,6 @@ def tool_name(value: Any) -> str:
     return value if len(value) <= KEPT_NAME_CHARS else bounded(value)
 
 
-def _text_field(record: dict, name: str) -> str | None:
-    return text_or_none(record.get(name))
-
-
-def run_id_of(message: dict) -> str | None:
-    return run_id_from(message.get("__openclaw"), message.get("idempotencyKey"))
-
-
 def run_id_from(meta: Any, idempotency_key: Any) -> str | None:
     """The run of a message: its ``__openclaw.runId``, else a user message's
     ``idempotencyKey`` without its ``:user``."""
@@ -198,15 +197,16 @@ def parse_entry(entry: Any, session_id: str, origin: str) -> list[TranscriptEven
 
 def _parse_message(message: dict, session_id: str, origin: str, entry_timestamp: Any
                    ) -> list[TranscriptEvent]:
-    role = message.get("role")
-    ts = parse_timestamp(message.get("timestamp")) or parse_timestamp(entry_timestamp)
-    run_id = run_id_of(message)
+    get = message.get
+    role = get("role")
+    ts = parse_timestamp(get("timestamp")) or parse_timestamp(entry_timestamp)
+    run_id = run_id_from(get("__openclaw"), get("idempotencyKey"))
     if role == "assistant":
         return _parse_assistant(message, session_id, origin, ts, run_id)
     if role == "toolResult":
         return _parse_tool_result(message, session_id, origin, ts, run_id)
     if role == "user":
-        return [UserMessage(session_id, run_id, ts, len(_text_of(message.get("content"))), origin)]
+        return [UserMessage(session_id, run_id, ts, len(_text_of(get("content"))), origin)]
     return []
 
 
@@ -237,16 +237,16 @@ def _parse_assistant(message: dict, session_id: str, origin: str, ts: float | No
             ))
         elif kind == "text" and isinstance(item.get("text"), str):
             text_chars += len(item["text"])
-    error_message = message.get("errorMessage")
+    get = message.get
     assistant = AssistantMessage(
         session_id=session_id,
         run_id=run_id,
         ts=ts,
-        usage=parse_usage(message.get("usage")),
-        stop_reason=_text_field(message, "stopReason"),
-        error_message=error_message if isinstance(error_message, str) else None,
-        model=_text_field(message, "model"),
-        provider=_text_field(message, "provider"),
+        usage=parse_usage(get("usage")),
+        stop_reason=text_or_none(get("stopReason")),
+        error_message=text_or_none(get("errorMessage")),
+        model=text_or_none(get("model")),
+        provider=text_or_none(get("provider")),
         tool_call_count=len(calls),
         text_chars=text_chars,
         origin=origin,

@@ -34,7 +34,8 @@ from monitor.events import (
 )
 from monitor.sources.transcript import (
     IGNORED_ENTRY_TYPES,
-    MAX_EPOCH_SECONDS,
+    MS_FROM,
+    MS_UP_TO,
     TOOL_CALL_ITEM_TYPES,
     parse_timestamp,
     parse_usage,
@@ -139,12 +140,6 @@ def count_into(summed: CountedSum, text: str | bytes, origin: str, count_only: C
     return events
 
 
-#: Epoch milliseconds that ``parse_timestamp`` reads as milliseconds and keeps as they are
-#: (past 1e11, up to the last second ``datetime`` holds): the time of most messages, read
-#: by ``_counted_message`` without the call.
-_MS_FROM, _MS_UP_TO = 1e11, int(MAX_EPOCH_SECONDS) * 1000
-
-
 def _counted_message(text: str | bytes, count_only: CountOnly
                      ) -> tuple[_Message, float] | list | None:
     """The message of an entry only counted, and its time; [] for an entry that gives no
@@ -165,7 +160,7 @@ def _counted_message(text: str | bytes, count_only: CountOnly
     if entry.type != "message" or message is None:
         return None
     ts = message.timestamp
-    if not (type(ts) is int and _MS_FROM < ts <= _MS_UP_TO):
+    if not (type(ts) is int and MS_FROM < ts <= MS_UP_TO):
         ts = parse_timestamp(ts) or parse_timestamp(entry.timestamp)
         if ts is None:
             return None
