@@ -56,14 +56,61 @@ class Thresholds:
     argument_churn: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Verdict:
+    """OpenClaw's verdict on a call. Its ``message`` is made when read: a looping session
+    gets a verdict on most calls, and its report gate lets few of them through."""
+
     detector: str
     level: str
     count: int
-    message: str
+    tool: str
     warning_key: str
     paired_tool: str | None = None
+    #: The unavailable tool's name (``unknown_tool_repeat``), or how many argument
+    #: variants cycled (``argument_churn``).
+    detail: str | int | None = None
+
+    @property
+    def message(self) -> str:
+        """The text OpenClaw gives the model with this verdict."""
+        tool, count, critical = self.tool, self.count, self.level == "critical"
+        detector = self.detector
+        if detector == "unknown_tool_repeat":
+            return (f"CRITICAL: attempted unavailable tool {self.detail} {count} times. Stop "
+                    "retrying that missing tool and answer without it.")
+        if detector == "global_circuit_breaker":
+            return (f"CRITICAL: {tool} repeated identical no-progress outcomes {count} "
+                    "times. Session execution blocked by global circuit breaker to prevent "
+                    "runaway loops.")
+        if detector == "known_poll_no_progress":
+            if critical:
+                return (f"CRITICAL: Called {tool} with identical arguments and no progress "
+                        f"{count} times. This appears to be a stuck polling loop. Session "
+                        "execution blocked to prevent resource waste.")
+            return (f"WARNING: You have called {tool} {count} times with identical "
+                    "arguments and no progress. Stop polling and either (1) increase "
+                    "wait time between checks, or (2) report the task as failed if the "
+                    "process is stuck.")
+        if detector == "ping_pong":
+            if critical:
+                return ("CRITICAL: You are alternating between repeated tool-call patterns "
+                        f"({count} consecutive calls) with no progress. This appears "
+                        "to be a stuck ping-pong loop. Session execution blocked to prevent "
+                        "resource waste.")
+            return ("WARNING: You are alternating between repeated tool-call patterns "
+                    f"({count} consecutive calls). This looks like a ping-pong "
+                    "loop; stop retrying and report the task as failed.")
+        if detector == "argument_churn":
+            return (f"WARNING: {tool} has cycled through {self.detail} repeated argument "
+                    f"patterns with the same stable outcome {count} times. Continued churn "
+                    "is treated as stalled run activity, but this tool call remains allowed.")
+        if critical:
+            return (f"CRITICAL: Called {tool} with identical outcomes {count} times. "
+                    "Session execution blocked to prevent runaway loops.")
+        return (f"WARNING: You have called {tool} {count} times with identical "
+                "arguments. If this is not making progress, stop retrying and report "
+                "the task as failed.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,13 +222,15 @@ def ping_pong_streak(history: list[Record], current_hash: str, evidence_from: in
             break
     if other is None:
         return none
+    if current_hash != other.args_hash:
+        return none
     tail = 0
     for record in reversed(history):
         expected = last.args_hash if tail % 2 == 0 else other.args_hash
         if record.args_hash != expected:
             break
         tail += 1
-    if tail < 2 or current_hash != other.args_hash:
+    if tail < 2:
         return none
     if tail + 1 < evidence_from:
         return PingPong(tail + 1, False, last.tool, last.args_hash)
@@ -305,63 +354,37 @@ def evaluate(history: list[Record], tool: str, args_hash: str, known_poll: bool,
     result_key = latest_result or "none"
 
     if limits.unknown_tool_repeat and unknown >= limits.unknown_tool:
-        name = unknown_name or tool
-        return Verdict("unknown_tool_repeat", "critical", unknown,
-                       f"CRITICAL: attempted unavailable tool {name} {unknown} times. Stop "
-                       "retrying that missing tool and answer without it.",
-                       f"unknown-tool:{tool}:{unknown_name or 'unknown'}")
+        return Verdict("unknown_tool_repeat", "critical", unknown, tool,
+                       f"unknown-tool:{tool}:{unknown_name or 'unknown'}",
+                       detail=unknown_name or tool)
     if limits.global_circuit_breaker and streak >= limits.global_breaker:
-        return Verdict("global_circuit_breaker", "critical", streak,
-                       f"CRITICAL: {tool} repeated identical no-progress outcomes {streak} "
-                       "times. Session execution blocked by global circuit breaker to prevent "
-                       "runaway loops.",
+        return Verdict("global_circuit_breaker", "critical", streak, tool,
                        f"global:{tool}:{args_hash}:{result_key}")
     if known_poll and limits.known_poll_no_progress:
-        poll_key = f"poll:{tool}:{args_hash}:{result_key}"
         if streak >= limits.critical:
-            return Verdict("known_poll_no_progress", "critical", streak,
-                           f"CRITICAL: Called {tool} with identical arguments and no progress "
-                           f"{streak} times. This appears to be a stuck polling loop. Session "
-                           "execution blocked to prevent resource waste.", poll_key)
+            return Verdict("known_poll_no_progress", "critical", streak, tool,
+                           f"poll:{tool}:{args_hash}:{result_key}")
         if streak >= limits.warning:
-            return Verdict("known_poll_no_progress", "warning", streak,
-                           f"WARNING: You have called {tool} {streak} times with identical "
-                           "arguments and no progress. Stop polling and either (1) increase "
-                           "wait time between checks, or (2) report the task as failed if the "
-                           "process is stuck.", poll_key)
+            return Verdict("known_poll_no_progress", "warning", streak, tool,
+                           f"poll:{tool}:{args_hash}:{result_key}")
     if limits.ping_pong:
-        if pingpong.paired_signature:
-            pair = "|".join(sorted((args_hash, pingpong.paired_signature)))
-            pp_key = f"pingpong:{pair}"
-        else:
-            pp_key = f"pingpong:{tool}:{args_hash}"
-        if pingpong.count >= limits.critical and pingpong.no_progress_evidence:
-            return Verdict("ping_pong", "critical", pingpong.count,
-                           "CRITICAL: You are alternating between repeated tool-call patterns "
-                           f"({pingpong.count} consecutive calls) with no progress. This appears "
-                           "to be a stuck ping-pong loop. Session execution blocked to prevent "
-                           "resource waste.", pp_key, pingpong.paired_tool)
-        if pingpong.count >= limits.warning:
-            return Verdict("ping_pong", "warning", pingpong.count,
-                           "WARNING: You are alternating between repeated tool-call patterns "
-                           f"({pingpong.count} consecutive calls). This looks like a ping-pong "
-                           "loop; stop retrying and report the task as failed.", pp_key,
-                           pingpong.paired_tool)
+        critical = pingpong.count >= limits.critical and pingpong.no_progress_evidence
+        if critical or pingpong.count >= limits.warning:
+            if pingpong.paired_signature:
+                pair = "|".join(sorted((args_hash, pingpong.paired_signature)))
+                pp_key = f"pingpong:{pair}"
+            else:
+                pp_key = f"pingpong:{tool}:{args_hash}"
+            return Verdict("ping_pong", "critical" if critical else "warning", pingpong.count,
+                           tool, pp_key, pingpong.paired_tool)
     if limits.generic_repeat and not known_poll and streak >= limits.critical:
-        return Verdict("generic_repeat", "critical", streak,
-                       f"CRITICAL: Called {tool} with identical outcomes {streak} times. "
-                       "Session execution blocked to prevent runaway loops.",
+        return Verdict("generic_repeat", "critical", streak, tool,
                        f"generic:{tool}:{args_hash}:{result_key}")
     if limits.argument_churn and churn >= limits.warning:
-        return Verdict("argument_churn", "warning", churn,
-                       f"WARNING: {tool} has cycled through {variants} repeated argument "
-                       f"patterns with the same stable outcome {churn} times. Continued churn "
-                       "is treated as stalled run activity, but this tool call remains allowed.",
-                       f"argument-churn:{tool}")
+        return Verdict("argument_churn", "warning", churn, tool, f"argument-churn:{tool}",
+                       detail=variants)
     if limits.generic_repeat and not known_poll:
         if recent >= limits.warning:
-            return Verdict("generic_repeat", "warning", recent,
-                           f"WARNING: You have called {tool} {recent} times with identical "
-                           "arguments. If this is not making progress, stop retrying and report "
-                           "the task as failed.", f"generic:{tool}:{args_hash}")
+            return Verdict("generic_repeat", "warning", recent, tool,
+                           f"generic:{tool}:{args_hash}")
     return None
