@@ -225,14 +225,16 @@ def test_an_unexpected_failure_on_one_row_is_reported_and_the_poll_goes_on(tmp_p
     conn = make_db(db_path)
     add_session(conn, GOOD_KEY, GOOD_SID, 3)
     conn.close()
-    real = sqlite_event_rows.parse_entry
+    def failing_on_row_2(real):
+        def read(entry, sid, origin):
+            if origin.endswith(":2"):
+                raise RuntimeError("a bug nobody foresaw")
+            return real(entry, sid, origin)
+        return read
 
-    def parse_entry(entry, sid, origin):
-        if origin.endswith(":2"):
-            raise RuntimeError("a bug nobody foresaw")
-        return real(entry, sid, origin)
-
-    monkeypatch.setattr(sqlite_event_rows, "parse_entry", parse_entry)
+    for reader in ("typed_events", "parse_entry"):       # the row's typed and full reads
+        monkeypatch.setattr(sqlite_event_rows, reader,
+                            failing_on_row_2(getattr(sqlite_event_rows, reader)))
     source = SqliteAgentSource(str(db_path), "main")
     events = source.poll()
     assert [e.call_id for e in events if isinstance(e, ToolCall)] == [

@@ -55,6 +55,7 @@ from monitor.sources.tail import (
 from monitor.sources.tail_state import TailNotice, saved_positions
 from monitor.sources.transcript import UnknownEntry, parse_entry
 from monitor.sources.transcript_names import is_archive
+from monitor.sources.transcript_typed import typed_events
 
 #: Followers kept open at once; idle ones beyond this are suspended (descriptor closed,
 #: position kept) so a dir of thousands of transcripts fits a small ``ulimit -n``.
@@ -298,19 +299,20 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
         if counted is not None:
             out.extend(counted)
             return
-        decoded = self.json_text(text, line, out)
-        if decoded is None:
-            return
-        entry = decoded[0]
-        where = f"offset {line.offset}"
-        try:
-            events = parse_entry(entry, sid, origin)
-        except UnknownEntry as exc:
-            out.append(self.error(where, str(exc), path=line.path))
-            return
-        except ValueError as exc:
-            out.append(self.error(where, f"unreadable entry: {exc}", path=line.path))
-            return
+        events = typed_events(text, sid, origin)
+        if events is None:
+            decoded = self.json_text(text, line, out)
+            if decoded is None:
+                return
+            where = f"offset {line.offset}"
+            try:
+                events = parse_entry(decoded[0], sid, origin)
+            except UnknownEntry as exc:
+                out.append(self.error(where, str(exc), path=line.path))
+                return
+            except ValueError as exc:
+                out.append(self.error(where, f"unreadable entry: {exc}", path=line.path))
+                return
         self.events += len(events)
         out.extend(events)
 

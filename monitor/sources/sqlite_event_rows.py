@@ -29,6 +29,7 @@ from monitor.sources.sqlite_open import MAX_ROW_BYTES
 from monitor.sources.sqlite_ro import sql_int, type_name
 from monitor.sources.transcript import UnknownEntry, parse_entry
 from monitor.sources.transcript_light import CountedSum, count_into
+from monitor.sources.transcript_typed import typed_events
 
 
 class EventRows:
@@ -151,24 +152,27 @@ class EventRows:
             out.append(self.error(where, "row has neither event_json nor event_zstd"))
             return 0
         size = len(event_json) if isinstance(event_json, (bytes, str)) else 0
+        events = None
         if size:
             counted = self.counted(event_json, sid, origin)
             if counted is not None:
                 out.extend(counted)
                 return size
-        try:
-            entry = untrusted_json.loads(event_json)
-        except (ValueError, UnicodeDecodeError, TypeError) as exc:
-            out.append(self.error(where, f"invalid event JSON: {exc}"))
-            return size
-        try:
-            events = parse_entry(entry, sid, origin)
-        except UnknownEntry as exc:
-            out.append(self.error(where, str(exc)))
-            return size
-        except ValueError as exc:
-            out.append(self.error(where, f"unreadable event: {exc}"))
-            return size
+            events = typed_events(event_json, sid, origin)
+        if events is None:
+            try:
+                entry = untrusted_json.loads(event_json)
+            except (ValueError, UnicodeDecodeError, TypeError) as exc:
+                out.append(self.error(where, f"invalid event JSON: {exc}"))
+                return size
+            try:
+                events = parse_entry(entry, sid, origin)
+            except UnknownEntry as exc:
+                out.append(self.error(where, str(exc)))
+                return size
+            except ValueError as exc:
+                out.append(self.error(where, f"unreadable event: {exc}"))
+                return size
         self.events += len(events)
         out.extend(events)
         return size

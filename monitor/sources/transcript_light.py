@@ -44,6 +44,7 @@ from monitor.sources.transcript import (
     usage_sums,
 )
 from monitor.sources.transcript import text_or_none as _text
+from monitor.sources.transcript_typed import MessageFields, decode_typed
 
 
 class CountOnly(NamedTuple):
@@ -68,21 +69,9 @@ class _Details(msgspec.Struct):
     deniedReason: Any = None
 
 
-class _Message(msgspec.Struct):
-    role: Any = None
-    timestamp: Any = None
+class _Message(MessageFields):
     content: list[_Item] | str | None = None
-    usage: Any = None
-    stopReason: Any = None
-    errorMessage: Any = None
-    model: Any = None
-    provider: Any = None
-    toolCallId: Any = None
-    toolName: Any = None
-    isError: Any = None
     details: _Details | None = None
-    idempotencyKey: Any = None
-    openclaw: Any = msgspec.field(default=None, name="__openclaw")
 
 
 class _Entry(msgspec.Struct):
@@ -145,14 +134,8 @@ def _counted_message(text: str | bytes, count_only: CountOnly
     """The message of an entry only counted, and its time; [] for an entry that gives no
     event; None when the entry must be read in full. Bytes are checked to be UTF-8, as the
     full read checks them, and decoded as they are."""
-    if type(text) is bytes and not text.isascii():
-        try:
-            text.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    try:
-        entry = _DECODER.decode(text)
-    except (msgspec.MsgspecError, RecursionError):
+    entry = decode_typed(_DECODER, text)
+    if entry is None:
         return None
     message = entry.message
     if message is None and isinstance(entry.type, str) and entry.type in IGNORED_ENTRY_TYPES:
