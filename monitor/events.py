@@ -135,16 +135,14 @@ class ToolResult(msgspec.Struct, frozen=True):
     counted_only: bool = False
 
     @property
-    def denied_reason(self) -> str | None:
-        if isinstance(self.details, dict):
-            reason = self.details.get("deniedReason")
-            return reason if isinstance(reason, str) else None
-        return None
-
-    @property
     def is_loop_veto(self) -> bool:
-        details = self.details
-        return isinstance(details, dict) and details.get("deniedReason") == "tool-loop"
+        return is_loop_veto_details(self.details)
+
+
+def is_loop_veto_details(details: Any) -> bool:
+    """Whether a tool result's ``details`` say OpenClaw's own loop detector blocked the call
+    (``deniedReason`` ``tool-loop``)."""
+    return isinstance(details, dict) and details.get("deniedReason") == "tool-loop"
 
 
 class LoopVeto(msgspec.Struct, frozen=True):

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from monitor.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from monitor.events import AssistantMessage, ToolCall, ToolResult, UserMessage, is_loop_veto_details
 from monitor.sources.transcript import (
     IGNORED_ENTRY_TYPES,
     TOOL_CALL_ITEM_TYPES,
@@ -116,7 +116,7 @@ def _message_events(message: _Message, entry_timestamp: Any, session_id: str, or
         return _assistant(message, session_id, origin, ts, run_id)
     if role == "toolResult":
         details = message.details
-        if isinstance(details, dict) and details.get("deniedReason") == "tool-loop":
+        if is_loop_veto_details(details):
             return None
         call_id = message.toolCallId
         return [ToolResult(session_id=session_id,
