@@ -45,12 +45,12 @@ def epoch_seconds(value: float) -> float | None:
 
 #: Epoch milliseconds that ``parse_timestamp`` reads as milliseconds and keeps as they are
 #: (past 1e11, up to the last second ``datetime`` holds): the time of most messages.
-MS_FROM, MS_UP_TO = 1e11, int(MAX_EPOCH_SECONDS) * 1000
+_MS_FROM, _MS_UP_TO = 1e11, int(MAX_EPOCH_SECONDS) * 1000
 
 
 def parse_timestamp(value: Any) -> float | None:
     """Seconds since the epoch from an ISO string or epoch milliseconds."""
-    if type(value) is int and MS_FROM < value <= MS_UP_TO:     # most messages' time
+    if type(value) is int and _MS_FROM < value <= _MS_UP_TO:     # most messages' time
         return value / 1000.0
     if isinstance(value, str):
         if not value:

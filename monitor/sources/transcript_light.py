@@ -34,8 +34,6 @@ from monitor.events import (
 )
 from monitor.sources.transcript import (
     IGNORED_ENTRY_TYPES,
-    MS_FROM,
-    MS_UP_TO,
     TOOL_CALL_ITEM_TYPES,
     parse_timestamp,
     parse_usage,
@@ -142,14 +140,8 @@ def _counted_message(text: str | bytes, count_only: CountOnly
         return _ignored(text, entry, count_only)
     if entry.type != "message" or message is None:
         return None
-    ts = message.timestamp
-    if not (type(ts) is int and MS_FROM < ts <= MS_UP_TO):
-        ts = parse_timestamp(ts) or parse_timestamp(entry.timestamp)
-        if ts is None:
-            return None
-    else:
-        ts /= 1000.0
-    if ts >= count_only.since:
+    ts = parse_timestamp(message.timestamp) or parse_timestamp(entry.timestamp)
+    if ts is None or ts >= count_only.since:
         return None
     if message.role == "toolResult" and message.details is not None \
             and message.details.deniedReason == "tool-loop":
