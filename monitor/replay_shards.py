@@ -3,10 +3,11 @@ balanced by size, each shard read by the same ``Monitor`` the live commands use,
 worker process or in this process, which is one of the jobs.
 
 A shard reads the session index first, then its sessions' transcripts only, so each
-session's state is exactly what one process makes of it; it pickles the detector state of
-the sessions it is not reading (``DetectionEngine.freeze_idle``) and thaws one exactly when
-it gets another event. What it read comes back as a ``ShardResult`` for ``monitor.replay``
-to merge.
+session's state is exactly what one process makes of it. It lets go of the detector state
+of each session whose transcripts it has read to the end, and pickles that of the other
+sessions it is not reading (``DetectionEngine.freeze_idle``), which thaws exactly when it
+gets another event. What it read comes back as a ``ShardResult`` for ``monitor.replay`` to
+merge.
 
 Two things keep one shard: a per-agent or nightly token budget (it adds up tokens across
 sessions, in reading order), and a dir too small to be worth a process.
@@ -165,7 +166,22 @@ def _read_shard_task(task: tuple) -> ShardResult:
 def read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[str]
                ) -> ShardResult:
     """Read the transcripts of ``sessions`` under ``what``, index first. The
-    errors that are no one session's are the main process's to count."""
+    errors that are no one session's are the main process's to count.
+
+    The detector state of a session whose transcripts were all read to the end is dropped
+    (``DetectionEngine.freeze_idle``). Should one of them get another event (its
+    transcript grew while the replay ran), the shard is read again, freezing such states
+    instead of dropping them."""
+    result = _read_shard(what, config, engine_factory, sessions, drop_finished=True)
+    if result is None:
+        result = _read_shard(what, config, engine_factory, sessions, drop_finished=False)
+    return result
+
+
+def _read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[str],
+                drop_finished: bool) -> ShardResult | None:
+    """``read_shard``'s reading; None when a session whose state was dropped got another
+    event."""
     sources = SourceSet(state_dir=what.state_dir, paths=what.paths,
                         include_archives=what.include_archives, replay=True,
                         transcripts_only=True, only_sessions=sessions,
@@ -176,20 +192,25 @@ def read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[st
         monitor = Monitor(sources, engine_factory(config), runs_kept=REPLAY_RUNS_KEPT)
         monitor.quiet = True
         tally = UnitTally(sources.sources)
-        freeze_idle = getattr(monitor.engine, "freeze_idle", None)
-        hold_outcome_bodies = getattr(monitor.engine, "hold_outcome_bodies", None)
+        engine = monitor.engine
+        freeze_idle = getattr(engine, "freeze_idle", None)
+        hold_outcome_bodies = getattr(engine, "hold_outcome_bodies", None)
         if hold_outcome_bodies is not None:
             hold_outcome_bodies(REPLAY_BUDGET_BYTES)
         for source in sources.sources:
             if hasattr(source, "poll_budget_bytes"):
                 source.poll_budget_bytes = min(source.poll_budget_bytes, SHARD_POLL_BYTES)
+            if drop_finished:       # a transcript read to its end leaves the poll order
+                source.max_open_followers = 0
         previous = -1
         while True:
             events = sources.poll()
             tally.add(events)
             monitor.fold(events)
             if freeze_idle is not None:     # the sessions read so far are mostly done
-                freeze_idle()
+                freeze_idle(sources.unfinished_of if drop_finished else None)
+                if getattr(engine, "dropped_woke", False):
+                    return None
             total = sum(s.events + s.errors for s in sources.sources)
             if total == previous and not sources.behind:
                 break

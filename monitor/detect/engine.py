@@ -63,6 +63,10 @@ class DetectionEngine:
         self._hibernated: dict[str, SessionSummary] = {}
         #: Sessions set aside whole (``freeze_idle``); thawed by their next event.
         self._frozen = FrozenStates()
+        #: Sessions whose state ``freeze_idle`` let go, their transcripts read to the end.
+        self._dropped: set[str] = set()
+        #: An event came for a dropped session: the state it went to was not the session's.
+        self.dropped_woke = False
         self._last_session: str | None = None
         self._key_to_session: dict[str, str] = {}
         self._run_to_session = RunIndex(MAX_RUN_INDEX)
@@ -108,13 +112,24 @@ class DetectionEngine:
             state.bloat.reset()
         return []
 
-    def freeze_idle(self) -> None:
-        """Set aside the state of every live session but the one the last event went to
-        (``FrozenStates``); a frozen session that gets another event thaws to exactly the
-        state it had (unlike hibernation, which keeps only totals). A state pickle cannot
-        take stays alive."""
-        for session_id in [s for s in self._sessions if s != self._last_session]:
-            if self._frozen.put(session_id, self._sessions[session_id]):
+    def freeze_idle(self, unfinished_of: Callable[[list[str]], set[str] | None] | None = None
+                    ) -> None:
+        """Set aside the state of every live session but the one the last event went to.
+
+        ``unfinished_of(session_ids)`` tells which of them have transcripts the sources may
+        still read more of (None: it cannot tell); every other one is dropped: nothing will
+        read its state again, unless a transcript grows while the replay runs, and then
+        ``dropped_woke`` tells the caller to read again without dropping. The rest is
+        frozen (``FrozenStates``): a frozen session that gets another event thaws to
+        exactly the state it had (unlike hibernation, which keeps only totals). A state
+        pickle cannot take stays alive."""
+        idle = [s for s in self._sessions if s != self._last_session]
+        unfinished = unfinished_of(idle) if unfinished_of is not None and idle else None
+        for session_id in idle:
+            if unfinished is not None and session_id not in unfinished:
+                del self._sessions[session_id]
+                self._dropped.add(session_id)
+            elif self._frozen.put(session_id, self._sessions[session_id]):
                 del self._sessions[session_id]
 
     def hold_outcome_bodies(self, budget_bytes: int) -> None:
@@ -136,8 +151,12 @@ class DetectionEngine:
     def _live(self, session_id: str) -> SessionState | None:
         """The live state of a session, thawed when it was frozen."""
         state = self._sessions.get(session_id)
-        if state is None and session_id in self._frozen:
-            state = self._sessions[session_id] = self._frozen.take(session_id)
+        if state is None:
+            if session_id in self._frozen:
+                state = self._sessions[session_id] = self._frozen.take(session_id)
+            elif session_id in self._dropped:
+                self._dropped.discard(session_id)
+                self.dropped_woke = True
         return state
 
     def streaks(self, session_id: str) -> list[StreakStatus]:
@@ -156,6 +175,7 @@ class DetectionEngine:
         return burn_status(state, settings)
 
     def forget(self, session_id: str) -> None:
+        self._dropped.discard(session_id)
         self._live(session_id)
         state = self._sessions.pop(session_id, None) or self._hibernated.pop(session_id, None)
         if state is not None and self._key_to_session.get(state.key) == session_id:
@@ -296,7 +316,8 @@ class DetectionEngine:
         key = session_key or line.session_key or notice.session_key or ""
         if not session_id and key:
             session_id = self._key_to_session.get(key) or (
-                key if key in self._sessions or key in self._frozen or key in self._hibernated
+                key if key in self._sessions or key in self._frozen or key in self._dropped
+                or key in self._hibernated
                 else None)
         state = self._awake(session_id)
         settings = self.settings_for(agent_id or (state.agent_id if state else ""))

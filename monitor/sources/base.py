@@ -74,6 +74,12 @@ class Source:
         #: Where counted-only events are summed instead of given (a history reader's part).
         self.counted_sum: CountedSum | None = None
 
+    def unfinished_of(self, session_ids: list[str]) -> set[str] | None:
+        """Those of ``session_ids`` with a transcript this source may read more of in this
+        pass (not read yet, being read, or held open); None when it cannot tell. Each of
+        the others had every transcript of it this source follows read to the end."""
+        return None
+
     def wants_session(self, session_id: str) -> bool:
         """Not one of the sessions ``only_sessions`` leaves to others."""
         return self.only_sessions is None or session_id in self.only_sessions

@@ -288,6 +288,11 @@ class JsonlTreeSource(Source):
         self.backlog_bytes = sum(self._followers[p].backlog_bytes for p in self._open)
         return out
 
+    def unfinished_of(self, session_ids: list[str]) -> set[str] | None:
+        """None (cannot tell) once it follows a transcript: a Claude Code file's session is
+        known for sure only when it has been read."""
+        return None if self._followers else set()
+
     def detached_first(self) -> bool:
         return put_detached_first(self)
 

@@ -87,6 +87,8 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
         self._order: list[str] = []
         self._cursor = 0
         self._session_ids: dict[str, str] = {}
+        #: Every followed transcript of a session (``unfinished_of``).
+        self._paths_of_session: dict[str, list[str]] = {}
         #: Followers not polled yet, with the bytes they are expected to read.
         self._unstarted: dict[str, int] = {}
         self._read_ahead = ReadAhead()
@@ -257,6 +259,13 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
             self._followers[p].backlog_bytes for p in self._open)
         return out
 
+    def unfinished_of(self, session_ids: list[str]) -> set[str]:
+        """A transcript read to its end is idle, back in the poll order once it changed,
+        or forgotten (a finished archive)."""
+        followers, idle, paths_of = self._followers, self._idle, self._paths_of_session
+        return {sid for sid in session_ids
+                if any(path in followers and path not in idle for path in paths_of.get(sid, ()))}
+
     def detached_first(self) -> bool:
         return put_detached_first(self)
 
@@ -283,6 +292,7 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
     def _forget(self, path: str) -> None:
         """Stop following an archive that was read to its end."""
         self._followers.pop(path).close()
+        self._paths_of_session[self._session_ids[path]].remove(path)
         self._by_abspath.pop(os.path.abspath(path), None)
         self._open.pop(path, None)
         self._order.remove(path)
@@ -328,6 +338,7 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
         for follower in self._followers.values():
             follower.close()
         self._followers.clear()
+        self._paths_of_session.clear()
         self._by_abspath.clear()
         self._order.clear()
         self._idle.clear()

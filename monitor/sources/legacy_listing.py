@@ -128,7 +128,8 @@ class TranscriptListing:
             self._followers[path] = FileFollower(
                 path, resume=resume, own_archives=None if self.include_archives else is_archive)
             self._by_abspath[os.path.abspath(path)] = path
-            self._session_ids[path] = transcript_session_id(path)
+            sid = self._session_ids[path] = transcript_session_id(path)
+            self._paths_of_session.setdefault(sid, []).append(path)
             size = stats[path].st_size if stats[path] else 0
             self._unstarted[path] = max(0, size - (resume.offset if resume else 0))
         self._order[self._cursor:self._cursor] = new

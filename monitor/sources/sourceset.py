@@ -284,6 +284,17 @@ class SourceSet:
             for source in self.sources:
                 source.note_changed(paths)
 
+    def unfinished_of(self, session_ids: list[str]) -> set[str] | None:
+        """Those of ``session_ids`` with a transcript some source may read more of in this
+        pass (``Source.unfinished_of``); None when a source cannot tell."""
+        unfinished: set[str] = set()
+        for source in self.sources:
+            sessions = source.unfinished_of(session_ids)
+            if sessions is None:
+                return None
+            unfinished |= sessions
+        return unfinished
+
     @property
     def behind(self) -> bool:
         """More is readable now: poll again without waiting."""

@@ -269,6 +269,12 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, UnreadSessions, Ev
         self._rows_read += spent_rows
         self._decoded_bytes_read += spent_bytes
 
+    def unfinished_of(self, session_ids: list[str]) -> set[str]:
+        """A session with rows past its cursor is pending until they are read, one with a
+        cold archive to read due until it is read."""
+        pending, due = self._pending, self._cold.due
+        return {sid for sid in session_ids if sid in pending or sid in due}
+
     def connect(self) -> sqlite3.Connection | None:
         """The database opened as a poll opens it (a history reader's), None when it
         cannot be."""
