@@ -390,6 +390,31 @@ def test_an_unlisted_transcript_s_agent_reaches_the_engine(tmp_path: Path) -> No
     assert {agent for sid, agent in seen if sid == LOOSE_SID} == {"work"}
 
 
+def test_a_transcript_that_appears_with_its_index_record_is_read_after_the_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gateway writes the index and the transcript within a moment: when both appear
+    after a poll read the index but before it listed the transcripts, the index is read
+    again before the new transcript, so its events come after the session's record."""
+    sessions = tmp_path / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    source = LegacySessionsSource(str(sessions), "main")
+    assert source.poll() == []
+    listing = LegacySessionsSource._transcript_paths
+
+    def both_appear(self):
+        if not (sessions / "s1.jsonl").exists():
+            (sessions / "sessions.json").write_text(json.dumps(
+                {"agent:main:main": {"sessionId": "s1", "status": "running"}}))
+            (sessions / "s1.jsonl").write_text(json.dumps(
+                {"type": "message", "message": {"role": "user", "content": "hi"}}) + "\n")
+        return listing(self)
+
+    monkeypatch.setattr(LegacySessionsSource, "_transcript_paths", both_appear)
+    events = [e for e in source.poll() if not isinstance(e, SourceNotice)]
+    assert [type(e).__name__ for e in events] == ["SessionInfo", "UserMessage"]
+    assert events[0].key == "agent:main:main" and events[1].session_id == "s1"
+
+
 # --------------------------------------------------------- 5. tokens from the index
 
 

@@ -178,7 +178,12 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
         self.note_running(out)
         if self.index_went_first(out):
             return out
+        followed = len(self._followers)
         self._follow_new(self._transcript_paths())
+        if len(self._followers) > followed:     # their index records may have come since
+            records_before = len(out)
+            self._read_index(out)
+            self.note_running(out[records_before:])
         if not self._split_planned and self._order:
             self._start_split()
         self._wake_idle()
