@@ -267,9 +267,9 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
     def unfinished_of(self, session_ids: list[str]) -> set[str]:
         """A transcript read to its end is idle, back in the poll order once it changed,
         or forgotten (a finished archive)."""
-        followers, idle, paths_of = self._followers, self._idle, self._paths_of_session
+        idle, paths_of = self._idle, self._paths_of_session
         return {sid for sid in session_ids
-                if any(path in followers and path not in idle for path in paths_of.get(sid, ()))}
+                if any(path not in idle for path in paths_of.get(sid, ()))}
 
     def detached_first(self) -> bool:
         return put_detached_first(self)
