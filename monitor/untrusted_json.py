@@ -39,8 +39,8 @@ def loads(text: str | bytes) -> Any:
     try:
         value = _FAST.decode(text)
     except (msgspec.MsgspecError, ValueError, RecursionError):
-        try:
-            value = json.loads(text)
+        try:       # bytes are UTF-8, as for the fast decoder (json.loads would guess UTF-16)
+            value = json.loads(text if isinstance(text, str) else text.decode())
         except RecursionError:
             raise UntrustedJSONError("JSON nested too deeply") from None
     if may_nest_too_deep(text) if len(text) <= COUNT_BRACKETS_UP_TO else nests_deeper(value):

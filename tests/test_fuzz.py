@@ -321,12 +321,15 @@ def db_rows(draw):
     payload = draw(st.one_of(entries.map(_dumps), json_values.map(_dumps),
                              st.binary(max_size=80)))
     kind = draw(st.sampled_from(["json", "json", "zstd", "zstd", "garbage", "cut", "unsized",
-                                 "bomb", "liar", "declares", "none", "blob", "text"]))
+                                 "bomb", "liar", "declares", "none", "blob", "text",
+                                 "raw-text"]))
     utf8 = draw(st.one_of(st.just(len(payload)), st.none(), st.integers(-3, 2**40)))
     if kind == "json":
         return payload.decode("utf-8", "replace"), None, utf8
     if kind == "blob":
         return payload, None, utf8
+    if kind == "raw-text":
+        return RawText(payload), None, utf8
     if kind == "none":
         return None, None, utf8
     if kind == "text":
@@ -347,6 +350,10 @@ def db_rows(draw):
     return None, frame, utf8
 
 
+class RawText(bytes):
+    """An ``event_json`` stored as text of these bytes, UTF-8 or not."""
+
+
 def make_agent_db(path: Path, rows: list[tuple], nodes: list[tuple]) -> None:
     """The real v23 schema, with ``transcript_events`` relaxed (no CHECK, not STRICT) so
     rows a newer or damaged database could hold can be stored."""
@@ -362,6 +369,9 @@ def make_agent_db(path: Path, rows: list[tuple], nodes: list[tuple]) -> None:
     conn.executemany("INSERT OR IGNORE INTO transcript_events (session_id, seq, event_json,"
                      " created_at, event_zstd, event_utf8_bytes) VALUES (?, ?, ?, 0, ?, ?)",
                      rows)
+    conn.executemany("UPDATE transcript_events SET event_json = CAST(event_json AS TEXT) "
+                     "WHERE session_id = ? AND seq = ?",
+                     [row[:2] for row in rows if isinstance(row[2], RawText)])
     conn.executemany("INSERT OR IGNORE INTO session_nodes (session_key, current_session_id,"
                      " entry_json, updated_at, status) VALUES (?, ?, ?, ?, ?)", nodes)
     conn.commit()
@@ -385,7 +395,8 @@ def row_outcome(row: tuple) -> int | None:
     if data is None:
         return None
     try:
-        return len(parse_entry(json.loads(data), row[0], "o"))
+        return len(parse_entry(json.loads(data if isinstance(data, str) else data.decode()),
+                               row[0], "o"))
     except (ValueError, UnicodeDecodeError):
         return None
 
@@ -400,6 +411,9 @@ def row_outcome(row: tuple) -> int | None:
                                 st.sampled_from([None, "running", "done"])), max_size=4))
 @example(rows=[("s-1", 0, (None, declaring_frame(b"{}", 2**40), None)),
                ("s-1", 1, (None, "not a blob", None))], nodes=[])  # a 1 TB claim; text
+@example(rows=[("s-1", 0, (RawText(b'{"type":"message","x":"\xff"}'), None, None)),
+               ("s-1", 1, ('{"type":"message","message":{"role":"user","content":"hi"}}',
+                           None, None))], nodes=[])    # text that is not UTF-8, then a row
 def test_db_rows_never_crash_and_every_rejection_is_counted(rows, nodes):
     flat = [(sid, seq, ej, ez, utf8) for sid, seq, (ej, ez, utf8) in rows]
     db = fresh_dir() / "openclaw-agent.sqlite"

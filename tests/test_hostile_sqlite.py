@@ -24,9 +24,13 @@ from chaos_writer import AGENT_DDL, assistant_tool_call, dumps, session_header
 from hypothesis import given
 from hypothesis import strategies as st
 
+from monitor import replay_shards
 from monitor.act.background_execs import running_background_execs
 from monitor.act.exec_calls import recent_exec_calls
+from monitor.config import Config
+from monitor.detect.engine import DetectionEngine
 from monitor.events import SessionInfo, SourceError, ToolCall
+from monitor.replay import ReplayInput, replay
 from monitor.sources import sqlite_event_rows
 from monitor.sources.sqlite_agent import SqliteAgentSource
 from monitor.sources.sqlite_ro import BadRow, check_each, check_row
@@ -119,6 +123,30 @@ def bad_sid_blob(conn):
         add_row(conn, b"\x1b]0;x\x07", seq, assistant_tool_call(f"bad-call-{seq}", seq))
 
 
+#: Text that is not UTF-8 (a lone continuation byte, then a terminal escape).
+NOT_UTF8 = b"sid-\x80\x1b]0;x\x07"
+
+
+def not_utf8_node_entry(conn):
+    conn.execute("INSERT INTO session_nodes (session_key, current_session_id, entry_json, "
+                 "entry_valid, updated_at, status) VALUES (?, ?, CAST(? AS TEXT), 1, ?, "
+                 "'running')", (OTHER_KEY, OTHER_SID, b'{"x":"\xff"}', NOW_MS))
+
+
+def not_utf8_window_sid(conn):
+    conn.execute("INSERT INTO session_windows (session_id, session_key, created_at, "
+                 "updated_at, status, model) VALUES (CAST(? AS TEXT), ?, 1, ?, 'running', "
+                 "'m')", (NOT_UTF8, OTHER_KEY, NOW_MS))
+
+
+def not_utf8_row_sid(conn):
+    for seq in range(3):
+        conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at) "
+                     "VALUES (CAST(? AS TEXT), ?, ?, ?)",
+                     (NOT_UTF8, seq, dumps(assistant_tool_call(f"bad-call-{seq}", seq)),
+                      NOW_MS))
+
+
 #: name -> (writes the bad rows, needs NOT NULL dropped, the table the error names)
 CASES = {
     "session_nodes.updated_at-text": (bad_node_updated_text, False, "session_nodes"),
@@ -130,6 +158,9 @@ CASES = {
     "transcript_events.seq-blob": (bad_seq_blob, False, "transcript_events"),
     "transcript_events.session_id-integer": (bad_sid_int, False, "transcript_events"),
     "transcript_events.session_id-blob": (bad_sid_blob, False, "transcript_events"),
+    "session_nodes.entry_json-not-utf8": (not_utf8_node_entry, False, "session_nodes"),
+    "session_windows.session_id-not-utf8": (not_utf8_window_sid, False, "session_windows"),
+    "transcript_events.session_id-not-utf8": (not_utf8_row_sid, False, "transcript_events"),
 }
 
 
@@ -184,6 +215,79 @@ def test_watch_headless_survives_each_row_of_the_wrong_type(tmp_path, case):
     assert "Traceback" not in result.stderr + result.stdout, result.stderr[-2000:]
     assert result.returncode == 0, result.stderr[-2000:]
     assert "row skipped" in result.stdout + result.stderr
+
+
+def not_utf8_event_state(root: Path) -> tuple[Path, Path]:
+    """A state dir in OpenClaw's own (``STRICT``) schema: the good session's third row is
+    text that is not UTF-8, a call follows it, and another session follows that one."""
+    db_path = root / "state" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    db_path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.executescript(AGENT_DDL)
+    add_session(conn, GOOD_KEY, GOOD_SID, 2)
+    conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at) "
+                 "VALUES (?, 3, CAST(? AS TEXT), ?)",
+                 (GOOD_SID, b'{"type":"message","x":"\xff\x1b]0;x\x07"}', NOW_MS))
+    add_row(conn, GOOD_SID, 4, assistant_tool_call(f"{GOOD_KEY}-call-4", 4))
+    add_session(conn, OTHER_KEY, OTHER_SID, 3)
+    conn.close()
+    return root / "state", db_path
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_event_that_is_not_utf8_loses_only_its_row(tmp_path, monkeypatch, jobs):
+    """Python's sqlite3 fails a whole query on such a text: the session's later rows and
+    every session read after it were lost, and a replay's shard did not even count it."""
+    state, db_path = not_utf8_event_state(tmp_path)
+    monkeypatch.setattr(replay_shards, "BYTES_PER_JOB", 1)
+    document = replay(ReplayInput(state_dir=str(state), log_path=None), Config(),
+                      DetectionEngine, jobs)
+    sessions = {s["key"]: s for s in document["sessions"]}
+    assert sessions[GOOD_KEY]["tool_calls"] == 3
+    assert sessions[OTHER_KEY]["tool_calls"] == 3
+    [source] = [s for s in document["sources"] if s["kind"] == "sqlite"]
+    assert source["errors"] == 1
+    [sample] = source["error_samples"]
+    assert (sample["path"], sample["where"]) == (str(db_path), f"{GOOD_SID}:3")
+    assert "utf-8" in sample["message"] and "\x1b" not in sample["message"]
+
+
+def test_kill_evidence_reads_past_text_that_is_not_utf8(tmp_path):
+    state, _ = not_utf8_event_state(tmp_path)
+    conn = sqlite3.connect(state / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
+    conn.execute("INSERT INTO session_nodes (session_key, current_session_id, entry_json, "
+                 "entry_valid, updated_at, status) VALUES (CAST(? AS TEXT), ?, '{}', 1, ?, "
+                 "'running')", (b"agent:main:\xff", OTHER_SID, NOW_MS))
+    conn.commit()
+    conn.close()
+    calls = {(c.session_key, c.call_id) for c in recent_exec_calls(str(state))}
+    assert (GOOD_KEY, f"{GOOD_KEY}-call-4") in calls
+    assert (OTHER_KEY, f"{OTHER_KEY}-call-3") in calls
+
+
+def test_a_utf16_database_is_read_as_text(tmp_path, monkeypatch):
+    """SQLite stores a database's text as UTF-16 when it was created so: its event JSON is
+    read as text, through the typed decoder (the bytes of a UTF-16 text are JSON only the
+    full read takes)."""
+    real_parse_entry = sqlite_event_rows.parse_entry
+
+    def full_read(entry, sid, origin):
+        assert entry.get("type") != "message", "a message of a UTF-16 database read in full"
+        return real_parse_entry(entry, sid, origin)
+
+    monkeypatch.setattr(sqlite_event_rows, "parse_entry", full_read)
+    db_path = tmp_path / "openclaw-agent.sqlite"
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.execute("PRAGMA encoding = 'UTF-16le'")
+    conn.executescript(AGENT_DDL)
+    add_session(conn, GOOD_KEY, GOOD_SID, 3)
+    conn.close()
+    source = SqliteAgentSource(str(db_path), "main")
+    events = source.poll()
+    assert [e.call_id for e in events if isinstance(e, ToolCall)] == [
+        f"{GOOD_KEY}-call-{n}" for n in (1, 2, 3)]
+    assert not [e for e in events if isinstance(e, SourceError)]
+    source.close()
 
 
 def test_bad_rows_are_reported_once_and_later_rows_flow(tmp_path):

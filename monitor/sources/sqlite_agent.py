@@ -101,6 +101,7 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, UnreadSessions, Ev
         self._conn: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None
         self._columns: dict[str, set[str]] = {}
+        self._text_is_utf8 = True
         self._not_null: dict[str, set[str]] = {}
         self._last_sweep = float("-inf")
         self._decompressor = zstandard.ZstdDecompressor()

@@ -36,11 +36,15 @@ class EventRows:
     """Reads a session's transcript rows into events, advancing its seq cursor."""
 
     def rows_sql(self) -> str:
-        """The query of one session's rows past a seq, in seq order."""
+        """The query of one session's rows past a seq, in seq order. In a UTF-8 database the
+        event JSON is read as the bytes it is stored as, as a legacy transcript's lines are:
+        the decoder takes them as they are, and a text that is not UTF-8 is an error of its
+        row when it is decoded."""
         zstd_columns = ("event_zstd, event_utf8_bytes"
                         if {"event_zstd", "event_utf8_bytes"} <= self._columns.get(
                             "transcript_events", set()) else "NULL, NULL")
-        return (f"SELECT seq, event_json, {zstd_columns}, rowid FROM transcript_events "
+        event_json = "CAST(event_json AS BLOB)" if self._text_is_utf8 else "event_json"
+        return (f"SELECT seq, {event_json}, {zstd_columns}, rowid FROM transcript_events "
                 "WHERE session_id = ? AND seq > ? ORDER BY seq")
 
     def read_row(self, sid: str, row: tuple, out: list) -> int:

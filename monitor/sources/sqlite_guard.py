@@ -1,7 +1,7 @@
 """Reading a database someone else wrote without letting it hold the reader.
 
 An agent database is data like any transcript: whoever can write under the state dir can
-write it. Three things keep a crafted one from stopping clawwatch:
+write it. Four things keep a crafted one from stopping clawwatch:
 
 * The tables read must be tables (``refuse_other_schema``). A view of the same name runs its
   own query on every read, an endless recursive one included, and a virtual table runs a
@@ -12,6 +12,9 @@ write it. Three things keep a crafted one from stopping clawwatch:
 * A statement still running a moment after the process is told to stop ends there
   (``stop_queries``, from the signal handlers): SQLite calls the progress handler between
   its steps, so SIGTERM is never held by a query, and the reads a stop makes first finish.
+* A text value that is not UTF-8 comes back as its bytes (``NotUtf8Text``), a value of the
+  wrong type for its row alone; Python's default would fail the whole query on it, and with
+  it every row after it.
 """
 
 from __future__ import annotations
@@ -50,10 +53,24 @@ def _past_grace() -> bool:
         time.monotonic() - _stop_requested_at[0] > STOP_GRACE_SECONDS
 
 
+class NotUtf8Text(bytes):
+    """The bytes of a text value that is not UTF-8 (``text_or_bytes``)."""
+
+
+def text_or_bytes(value: bytes) -> str | NotUtf8Text:
+    """A text value read: a ``str`` when it is UTF-8, else its bytes as ``NotUtf8Text``."""
+    try:
+        return value.decode()
+    except UnicodeDecodeError:
+        return NotUtf8Text(value)
+
+
 def guard(conn: sqlite3.Connection, max_value_bytes: int) -> sqlite3.Connection:
-    """``conn``, made to fail a statement that reads a value past ``max_value_bytes`` and to
-    end any statement once the grace after ``stop_queries`` is over."""
+    """``conn``, made to fail a statement that reads a value past ``max_value_bytes``, to
+    end any statement once the grace after ``stop_queries`` is over, and to read a text
+    that is not UTF-8 as ``NotUtf8Text``."""
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_value_bytes)
+    conn.text_factory = text_or_bytes
     conn.set_progress_handler(_past_grace, PROGRESS_STEPS)
     return conn
 

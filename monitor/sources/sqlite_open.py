@@ -71,6 +71,7 @@ class DatabaseConnection:
             conn.execute("PRAGMA query_only = 1")
             refuse_other_schema(conn, READ_TABLES)
             version = conn.execute("PRAGMA user_version").fetchone()[0]
+            text_is_utf8 = conn.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
             info = {
                 table: conn.execute(f"PRAGMA table_info({table})").fetchall()
                 for table in READ_TABLES
@@ -90,7 +91,7 @@ class DatabaseConnection:
             self._failed_on = self._file_versions()
             return False
         self._conn, self._identity, self._columns = conn, (st.st_dev, st.st_ino), columns
-        self._not_null = not_null
+        self._not_null, self._text_is_utf8 = not_null, text_is_utf8
         self._immutable, self._opened_versions = immutable, versions
         quiet, self._quiet_reopen = self._quiet_reopen, False
         if not quiet:

@@ -19,6 +19,7 @@ import os
 from urllib.parse import quote
 
 from monitor.sources.regular import SQLITE_SIDE_FILES, read_regular
+from monitor.sources.sqlite_guard import NotUtf8Text
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -80,6 +81,8 @@ def type_name(value) -> str:
     """SQLite's name for the storage class of ``value``."""
     if value is None:
         return "null"
+    if isinstance(value, NotUtf8Text):
+        return "text that is not UTF-8"
     if isinstance(value, bool) or not isinstance(value, (int, float, str, bytes)):
         return type(value).__name__
     return {int: "integer", float: "real", str: "text", bytes: "blob"}[type(value)]
