@@ -52,10 +52,10 @@ from monitor.sources.base import Source
 from monitor.sources.saved import saved_int, saved_seqs
 from monitor.sources.sqlite_cold import ColdReader, has_cold_table
 from monitor.sources.sqlite_event_rows import EventRows
-from monitor.sources.sqlite_guard import is_too_big, stopping
+from monitor.sources.sqlite_guard import stopping
 from monitor.sources.sqlite_index import SessionIndexRows
 from monitor.sources.sqlite_open import DatabaseConnection, is_busy
-from monitor.sources.sqlite_ro import sql_int, type_name
+from monitor.sources.sqlite_ro import type_name
 from monitor.sources.sqlite_split import SqliteSplitting
 from monitor.sources.sqlite_unread import ASSUMED_ROW_BYTES, UnreadSessions
 
@@ -164,28 +164,22 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, UnreadSessions, Ev
         return out + pending
 
     def transcript_units(self) -> dict[str, tuple[int, list]]:
-        """Per session id: its rows' stored bytes (a blob's ``length()`` reads no content; a
-        text is measured as a blob, since its ``length()`` counts characters), and what
-        identifies them now (the database file, their count, highest seq and rowid)."""
+        """Per session id: its weight, ``ASSUMED_ROW_BYTES`` a row, and what identifies its
+        rows now (the database file, their count, highest seq and rowid). Both come from the
+        primary key's index alone: weighing rows by their stored bytes would read every
+        row's content, in one process, before any worker of a replay starts."""
         if self._conn is None or not {"session_id", "seq", "event_json"} <= self._columns.get(
                 "transcript_events", set()):
             return {}
-        zstd = " + coalesce(length(event_zstd), 0)" if "event_zstd" in self._columns[
-            "transcript_events"] else ""
-        weight = f"sum(coalesce(length(CAST(event_json AS BLOB)), 0){zstd})"
         database = [self.path, *(self._identity or ())]
         units: dict[str, tuple[int, list]] = {}
         try:
-            try:
-                found = self._conn.execute(self._units_sql(weight)).fetchall()
-            except sqlite3.DataError as exc:    # a value past the cap: weigh by row count
-                if not is_too_big(exc):
-                    raise
-                found = self._conn.execute(
-                    self._units_sql(f"count(*) * {ASSUMED_ROW_BYTES}")).fetchall()
-            for sid, weight, count, top_seq, top_rowid in found:
+            found = self._conn.execute(
+                "SELECT session_id, count(*), max(seq), max(rowid) FROM transcript_events "
+                "GROUP BY session_id").fetchall()
+            for sid, count, top_seq, top_rowid in found:
                 if isinstance(sid, str):
-                    units[sid] = (sql_int(weight) or 0,
+                    units[sid] = (count * ASSUMED_ROW_BYTES,
                                   [*database, count, str(top_seq), top_rowid])
                 else:       # no session to read it with: reported here, once
                     self._bad_row([], "transcript_events", top_rowid, (type_name(sid), sid),
@@ -197,11 +191,6 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, UnreadSessions, Ev
         except sqlite3.DatabaseError as exc:
             self.error("query", f"database unreadable: {exc}", shared=True)
         return units
-
-    @staticmethod
-    def _units_sql(weight: str) -> str:
-        return (f"SELECT session_id, {weight}, count(*), max(seq), max(rowid) "
-                "FROM transcript_events GROUP BY session_id")
 
     def _bad_row(self, out: list, table: str, rowid, row, message: str, *,
                  shared: bool = True) -> None:
