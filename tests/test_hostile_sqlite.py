@@ -11,6 +11,7 @@ a blob, a ``seq`` as text or a blob. Each such row must be reported (the databas
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -186,8 +187,6 @@ def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_replay_reports_and_skips_each_row_of_the_wrong_type(tmp_path, case):
-    import json
-
     state, db_path = crafted_state(tmp_path, case)
     (tmp_path / "empty.log").write_text("")       # not a log found elsewhere on this machine
     result = run_cli(tmp_path, "replay", "--json", "--state-dir", str(state),
@@ -288,6 +287,32 @@ def test_a_utf16_database_is_read_as_text(tmp_path, monkeypatch):
         f"{GOOD_KEY}-call-{n}" for n in (1, 2, 3)]
     assert not [e for e in events if isinstance(e, SourceError)]
     source.close()
+
+
+def test_an_agent_dir_named_in_bytes_that_are_not_utf8_is_read(tmp_path):
+    """An agent id is a directory's name, and a name is bytes: one that is not UTF-8 reaches
+    Python as surrogates, which SQLite's URI must carry as the bytes they stand for."""
+    state = tmp_path / "state"
+    agent_dir = os.fsdecode(os.fsencode(state) + b"/agents/m\xff/agent")
+    try:
+        os.makedirs(agent_dir)
+    except OSError as exc:          # a file system that takes UTF-8 names only
+        pytest.skip(f"no such name here: {exc}")
+    conn = sqlite3.connect(os.path.join(agent_dir, "openclaw-agent.sqlite"),
+                           isolation_level=None)
+    conn.executescript(AGENT_DDL)
+    add_session(conn, GOOD_KEY, GOOD_SID, 3)
+    conn.close()
+    (tmp_path / "empty.log").write_text("")
+    result = run_cli(tmp_path, "replay", "--json", "--state-dir", str(state),
+                     "--log", str(tmp_path / "empty.log"))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    document = json.loads(result.stdout)
+    [session] = [s for s in document["sessions"] if s["key"] == GOOD_KEY]
+    assert session["tool_calls"] == 3 and session["agent_id"] == "m\udcff"
+    assert "\\udcff" in result.stdout         # escaped: the output is UTF-8
+    calls = {c.call_id for c in recent_exec_calls(str(state))}
+    assert f"{GOOD_KEY}-call-3" in calls
 
 
 def test_bad_rows_are_reported_once_and_later_rows_flow(tmp_path):

@@ -36,8 +36,9 @@ def is_wal_database(path: str) -> bool:
 
 def read_only_uri(path: str) -> tuple[str, bool]:
     """``(uri, immutable)``: the URI to open ``path`` read-only with, never creating a side
-    file; ``immutable`` when it is opened without its WAL (see the module docstring)."""
-    uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
+    file; ``immutable`` when it is opened without its WAL (see the module docstring). The
+    path's own bytes are quoted: a name that is not UTF-8 is one too."""
+    uri = f"file:{quote(os.fsencode(os.path.abspath(path)))}?mode=ro"
     if is_wal_database(path) and not (os.path.exists(path + "-wal")
                                       and os.path.exists(path + "-shm")):
         return uri + "&immutable=1", True
