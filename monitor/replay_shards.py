@@ -81,16 +81,19 @@ def jobs_for(jobs: int, weights: dict[str, int], config) -> int:
 
 
 def plan_shards(weights: dict[str, int], jobs: int) -> list[frozenset[str]]:
-    """Sessions per shard, the largest first into the lightest shard."""
+    """Sessions per shard, the largest first into the shard furthest below its share. Of
+    ``n`` shards, shard ``i`` gets ``n - i`` parts: the jobs take the shards in order, so
+    each job ends on a small one, and the jobs end close together even where a shard's
+    time is not in proportion to its bytes."""
     if jobs <= 1:
         return [frozenset(weights)]
     count = jobs * SHARDS_PER_JOB
     loads = [0] * count
     members: list[list[str]] = [[] for _ in range(count)]
     for sid in sorted(weights, key=lambda s: (-weights[s], s)):
-        lightest = min(range(count), key=lambda i: (loads[i], i))
-        loads[lightest] += weights[sid] + 1
-        members[lightest].append(sid)
+        behind = min(range(count), key=lambda i: (loads[i] / (count - i), i))
+        loads[behind] += weights[sid] + 1
+        members[behind].append(sid)
     return [frozenset(m) for m in members]
 
 

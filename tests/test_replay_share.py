@@ -13,9 +13,25 @@ from pathlib import Path
 import psutil
 import pytest
 
-from monitor.replay_shards import _share
+from monitor.replay_shards import SHARDS_PER_JOB, _share, plan_shards
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_shards_shrink_so_every_job_ends_on_a_small_one(jobs):
+    """Shard ``i`` of ``n`` holds ``n - i`` parts of the weight (within a few sessions'),
+    the largest session is in the first, and every session lands in exactly one shard."""
+    weights = {f"s{n:04}": 10 for n in range(2000)} | {"big": 3000}
+    shards = plan_shards(weights, jobs)
+    count = jobs * SHARDS_PER_JOB
+    assert len(shards) == count
+    assert sorted(sid for shard in shards for sid in shard) == sorted(weights)
+    assert "big" in shards[0]
+    loads = [sum(weights[sid] for sid in shard) for shard in shards[1:]]   # the first: big
+    part = sum(loads) / sum(count - at for at in range(1, count))
+    for at, load in enumerate(loads, start=1):
+        assert abs(load - (count - at) * part) <= 10
 
 
 def where_and_what(task: int) -> tuple[int, int]:
