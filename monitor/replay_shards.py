@@ -203,6 +203,8 @@ def _read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[s
         for source in sources.sources:
             if hasattr(source, "poll_budget_bytes"):
                 source.poll_budget_bytes = min(source.poll_budget_bytes, SHARD_POLL_BYTES)
+            if hasattr(source, "wake_idle_when_caught_up"):
+                source.wake_idle_when_caught_up = True
             if drop_finished:       # a transcript read to its end leaves the poll order
                 source.max_open_followers = 0
         previous = -1

@@ -134,3 +134,21 @@ def test_a_source_names_the_sessions_it_may_read_more_of(generated_state_dirs, e
         assert sources.unfinished_of(every) == set()
     finally:
         sources.close()
+
+
+def test_a_shard_looks_at_the_transcripts_it_read_only_once_it_read_them_all(
+        generated_state_dirs, monkeypatch):
+    """While a shard reads, the transcripts it read to their end are not looked at again (a
+    stat each, every poll); the poll after the one that read everything looks at each
+    once, so a change is still seen."""
+    from monitor.sources.tail_idle import IdleFollowing
+
+    state_dir = generated_state_dirs / "legacy"
+    looks = []
+    real_changed = IdleFollowing.changed
+    monkeypatch.setattr(IdleFollowing, "changed",
+                        lambda self: looks.append(self.path) or real_changed(self))
+    monkeypatch.setattr(replay_shards, "SHARD_POLL_BYTES", 16 << 10)    # many polls
+    replayed(state_dir)
+    transcripts = list((state_dir / "agents" / "main" / "sessions").glob("*.jsonl"))
+    assert len(looks) == len(set(looks)) == len(transcripts)

@@ -82,6 +82,10 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
         self._index: dict[str, dict] = {}
         self.poll_budget_bytes = POLL_BUDGET_BYTES
         self.max_open_followers = MAX_OPEN_FOLLOWERS
+        #: Look at idle followers only on a poll after one that read all there was, and
+        #: then at all of them (a replay: one that read to its end needs no safety net
+        #: while the others are read, and must see every change before it ends).
+        self.wake_idle_when_caught_up = False
         self._followers: dict[str, FileFollower] = {}
         #: Poll order; the poll after one that stopped at its budget starts at ``_cursor``.
         self._order: list[str] = []
@@ -134,6 +138,8 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
     def _wake_idle(self) -> None:
         """Move the idle followers whose file changed back into the poll order (at the
         cursor, so they are read first): those the waker named, and the sweep's share."""
+        if self.wake_idle_when_caught_up and self.behind:
+            return
         count = len(self._idle)
         now = time.monotonic()
         elapsed = 0.0 if self._swept_at is None else now - self._swept_at
@@ -143,7 +149,7 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
             self._hint_all = False
             self._sweep_credit = 0.0
             return
-        if self._hint_all or count <= IDLE_CHECK_ALL:
+        if self._hint_all or count <= IDLE_CHECK_ALL or self.wake_idle_when_caught_up:
             due = list(self._idle)
             self._sweep_credit = 0.0
         else:
