@@ -30,7 +30,7 @@ from monitor.act.record_values import epoch_number, valid_pid
 from monitor.sources.event_blob import EventBlobError, decompress_event
 from monitor.sources.regular import open_regular_file
 from monitor.sources.transcript import parse_timestamp
-from monitor.sources.transcript_names import session_file_path
+from monitor.sources.transcript_names import nameable, session_file_path
 
 RECENT_SECONDS = 6 * 3600
 EVENTS_PER_SESSION = 400
@@ -150,9 +150,20 @@ def _exec_calls_in_legacy(sessions_dir: str, since_ms: int) -> list[ExecCall]:
         if updated is None or updated * 1000 < since_ms:
             continue
         path = session_file_path(sessions_dir, entry) \
-            or os.path.join(sessions_dir, f"{entry['sessionId']}.jsonl")
-        calls.extend(exec_calls_in(str(key), _tail_entries(path)))
+            or _named_transcript(sessions_dir, entry["sessionId"])
+        if path is not None:
+            calls.extend(exec_calls_in(str(key), _tail_entries(path)))
     return calls
+
+
+def _named_transcript(sessions_dir: str, session_id: str) -> str | None:
+    """``<session id>.jsonl`` in ``sessions_dir``; None for an id that is no plain file name
+    (a separator, ``..``, a NUL or a lone surrogate): it would name another session's
+    transcript, or none."""
+    if session_id in ("", ".", "..") or "/" in session_id or "\\" in session_id \
+            or not nameable(session_id):
+        return None
+    return os.path.join(sessions_dir, f"{session_id}.jsonl")
 
 
 def _tail_entries(path: str) -> list[tuple[dict | None, float]]:
@@ -163,7 +174,7 @@ def _tail_entries(path: str) -> list[tuple[dict | None, float]]:
             start = max(0, size - TRANSCRIPT_TAIL_BYTES)
             handle.seek(start)
             data = handle.read(size - start)
-    except OSError:
+    except (OSError, ValueError):       # ValueError: a path no file can have (a NUL)
         return []
     lines = data.split(b"\n")
     if start > 0:

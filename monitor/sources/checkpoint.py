@@ -45,7 +45,8 @@ def default_checkpoint_path(state_dir: str | None, log_path: str | None, env=Non
     key = f"{state_dir}|{log_path}"
     if claude_dirs or codex_dirs:
         key += f"|claude={','.join(claude_dirs)}|codex={','.join(codex_dirs)}"
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    # A path that is not UTF-8 holds surrogates (``os.fsdecode``): they are digested too.
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return os.path.join(base, "clawwatch", "checkpoints", f"{digest}.json")
 
 

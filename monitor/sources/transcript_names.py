@@ -62,6 +62,19 @@ def transcript_session_id(path: str) -> str:
 
 
 
+def nameable(path: str) -> bool:
+    """Whether ``path`` can name a file here: no NUL, and each character one the file
+    system's encoding takes (a lone surrogate, which JSON's ``"\\ud800"`` gives, is none;
+    the ``\\udc80``-``\\udcff`` that stand for bytes that are not UTF-8 are)."""
+    if "\x00" in path:
+        return False
+    try:
+        os.fsencode(path)
+    except UnicodeError:
+        return False
+    return True
+
+
 def is_archive(path: str) -> bool:
     """``*.jsonl.reset.*`` / ``*.jsonl.deleted.*``: a transcript's history, not a live one."""
     return any(marker in path for marker in ARCHIVE_MARKERS)
@@ -80,7 +93,7 @@ def session_file_path(sessions_dir: str, entry: dict,
     has it): only a plain ``*.jsonl`` name (the last part after either separator, never
     ``..``), so it stays inside the sessions dir."""
     session_file = entry.get("sessionFile")
-    if not isinstance(session_file, str) or not session_file or "\x00" in session_file:
+    if not isinstance(session_file, str) or not session_file or not nameable(session_file):
         return None
     name = session_file.replace("\\", "/").rsplit("/", 1)[-1]
     if is_sidecar(name):
