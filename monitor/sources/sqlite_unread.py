@@ -34,6 +34,17 @@ SWEEP_SOME_SQL = ("SELECT session_id, max(seq), max(rowid) FROM transcript_event
 SWEEP_IDS_PER_QUERY = 500
 
 
+def is_utf8(session_id: str) -> bool:
+    """Whether ``session_id`` can be bound as an SQL parameter. One taken from a file name
+    that is not UTF-8 holds surrogate escapes: binding it fails the whole query, and it names
+    no row, since text that is not UTF-8 is read as ``NotUtf8Text``, never as such a str."""
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class UnreadSessions:
     """Keeps the pending set of sessions that may have rows past their cursor."""
 
@@ -69,12 +80,13 @@ class UnreadSessions:
     def _sweep(self, conn: sqlite3.Connection):
         """Every session's highest seq and rowid, or only those of ``only_sessions`` when the
         source reads just some (a shard of a replay, one session's timeline): then each is
-        looked up in the index instead of every shard scanning all of it."""
+        looked up in the index instead of every shard scanning all of it. An id that is not
+        UTF-8 (``is_utf8``) names no row and is left out."""
         wanted = self.only_sessions
         if wanted is None:
             yield from conn.execute(SWEEP_SQL)
             return
-        ids = sorted(wanted)
+        ids = sorted(sid for sid in wanted if is_utf8(sid))
         for start in range(0, len(ids), SWEEP_IDS_PER_QUERY):
             chunk = ids[start:start + SWEEP_IDS_PER_QUERY]
             yield from conn.execute(SWEEP_SOME_SQL.format(marks=",".join("?" * len(chunk))),

@@ -1,0 +1,74 @@
+"""``replay`` never loses an agent database's rows without saying so, however it is split.
+
+A session id taken from a transcript's file name that is not UTF-8 holds surrogate escapes;
+it names no database row and must not fail the database's reading for the whole shard. And
+an error no one session owns (``SourceError.shared``: the database as a whole failing)
+raised while a shard reads transcripts reaches the document once, whether one shard saw it
+or all of them, and is never hidden by the replay cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from chaos_writer import assistant_tool_call, session_header
+from small_state import DB_SID, make_state
+
+from monitor import replay_shards
+from monitor.config import Config
+from monitor.detect.engine import DetectionEngine
+from monitor.display import json_dumps
+from monitor.replay import ReplayInput, replay
+
+CLAUDE_FIXTURE = (Path(__file__).parent / "fixtures" / "claude_code" / "projects"
+                  / "-tmp-cap-work" / "c00b08a2-3350-4e1a-8ea4-8c22db0e06f5.jsonl")
+DB_KEY = "agent:sq:main"
+
+
+def documents(what: ReplayInput, jobs_list, monkeypatch, **kwargs) -> dict[int, dict]:
+    """The replay document of ``what`` for each number of jobs, the dir split into shards
+    however small it is."""
+    monkeypatch.setattr(replay_shards, "BYTES_PER_JOB", 1)
+    return {jobs: json.loads(json_dumps(replay(what, Config(), DetectionEngine, jobs,
+                                               **kwargs)))
+            for jobs in jobs_list}
+
+
+def source_of(document: dict, kind: str) -> dict:
+    (found,) = [s for s in document["sources"] if s["kind"] == kind]
+    return found
+
+
+def session_of(document: dict, key: str) -> dict:
+    (found,) = [s for s in document["sessions"] if s["key"] == key]
+    return found
+
+
+@pytest.mark.parametrize("where", ["legacy", "claude-code"])
+def test_a_transcript_name_that_is_not_utf8_loses_no_database_row(tmp_path, where,
+                                                                   monkeypatch):
+    state, _ = make_state(tmp_path)
+    claude_dirs: tuple[str, ...] = ()
+    if where == "legacy":
+        sessions = state / "agents" / "main" / "sessions"
+        name = os.fsdecode(b"\xe9")        # the session id a legacy file name gives
+        (sessions / f"{name}.jsonl").write_text("\n".join(json.dumps(entry) for entry in (
+            session_header(name), assistant_tool_call("e1", 1))) + "\n")
+    else:
+        project = tmp_path / "claude" / "projects" / "-home-p"
+        project.mkdir(parents=True)
+        shutil.copy(CLAUDE_FIXTURE, os.fsdecode(bytes(project) + b"/caf\xe9.jsonl"))
+        claude_dirs = (str(tmp_path / "claude" / "projects"),)
+    what = ReplayInput(state_dir=str(state), claude_dirs=claude_dirs)
+    found = documents(what, (1, 2), monkeypatch)
+    for jobs, document in found.items():
+        database = source_of(document, "sqlite")
+        assert (database["events"], database["errors"]) == (7, 0), f"--jobs {jobs}"
+        assert session_of(document, DB_KEY)["tool_calls"] == 3, f"--jobs {jobs}"
+        assert session_of(document, DB_KEY)["session_id"] == DB_SID
+        assert all(s["kind"] != "internal" for s in document["sources"]), f"--jobs {jobs}"
+    assert found[1] == found[2]
