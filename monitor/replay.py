@@ -10,9 +10,11 @@ shards found, and writes the document.
 The document does not depend on how many jobs read it: ``--jobs 1`` is the same path with
 one shard, in this process; shards are merged by session id, error samples are kept by place
 (``sources.base.sample_order``), the errors no session owns (the index's, a database's) are
-counted by the main process, and runs are joined in sorted order. Sessions whose fingerprint
-the replay cache (``monitor.replay_cache``) still holds are not read at all, and when nothing
-the document depends on changed (the log files included), the cache gives the whole document.
+counted once, by the main process, whichever shards met them (``monitor.replay_errors``), and
+runs are joined in sorted order. Sessions whose fingerprint the replay cache
+(``monitor.replay_cache``) still holds are not read at all, and when nothing the document
+depends on changed (the log files included), the cache gives the whole document. A session a
+shard read beside such an error is not cached, nor a document holding one the shards met.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from monitor import replay_cache, replay_shards
+from monitor import replay_cache, replay_errors, replay_shards
 from monitor.events import SessionInfo
 from monitor.pipeline import Monitor
 from monitor.replay_shards import REPLAY_RUNS_KEPT, ShardResult
@@ -104,6 +106,7 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
             seen_weight, seen = units.get(sid, (0, []))
             units[sid] = (seen_weight + weight, [*seen, [source_id(source), identity]])
     summaries = {source_id(s): s.summary() for s in transcript_sources}
+    counted = replay_errors.counted_shared_errors(transcript_sources)
     cache_file = replay_cache.input_path(cache, _input_identity(what)) if cache else None
     prints: dict[str, str] = {}
     document_key = None
@@ -124,7 +127,8 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
     shards = replay_shards.plan_shards(weights, replay_shards.jobs_for(jobs, weights, config)) \
         if weights else []
     results = list(replay_shards.read_shards(what, config, engine_factory, shards))
-    _merge(monitor, results, hits, summaries)
+    shard_errors = replay_errors.new_shared_errors((r.shared_errors for r in results), counted)
+    _merge(monitor, results, hits, summaries, shard_errors)
     fresh = _fresh_units(results, prints) if cache_file is not None else {}
     if fresh or len(hits) != len(cached):       # else the file holds just this
         replay_cache.save(cache_file, replay_cache.units_json(
@@ -137,7 +141,7 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
     document["sources"] = [logs[sid] if sid in logs else summaries[sid]
                            for sid in order if sid in logs or sid in summaries
                            ] + ([internal] if internal else [])
-    if document_key is not None:
+    if document_key is not None and not shard_errors:  # a failure is not kept as an answer
         replay_cache.save_document(cache_file, document_key, document)
     return document
 
@@ -185,10 +189,12 @@ def _fresh_units(results: list[ShardResult], prints: dict[str, str]
 
 
 def _merge(monitor: Monitor, results: list[ShardResult],
-           hits: dict[str, replay_cache.UnitRecord], summaries: dict[str, dict]) -> None:
+           hits: dict[str, replay_cache.UnitRecord], summaries: dict[str, dict],
+           shard_errors: dict[str, list[dict]]) -> None:
     """Fold the shards' and the cache's sessions and runs into ``monitor``, and their
     counts into ``summaries`` (each transcript source's, holding what the main process
-    counted: the errors no session owns)."""
+    counted: the errors no session owns), with ``shard_errors``: those of them the shards
+    met that the main process had not counted (``replay_errors.new_shared_errors``)."""
     runs: set[tuple[str, str]] = set()
     for result in results:
         for state in result.sessions:
@@ -199,6 +205,8 @@ def _merge(monitor: Monitor, results: list[ShardResult],
         for sid, summary in result.summaries.items():
             _add_counts(summaries, sid, summary["events"], summary["errors"],
                         summary["error_samples"])
+    for sid, samples in shard_errors.items():
+        _add_counts(summaries, sid, 0, len(samples), samples)
     for record in hits.values():
         monitor.sessions[record.state.session_id] = record.state
         runs.update(record.runs)

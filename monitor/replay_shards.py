@@ -29,6 +29,7 @@ from monitor.detect.outcome_keys import REPLAY_BUDGET_BYTES
 from monitor.heap import give_back_free_memory, relax_collector, restore_collector
 from monitor.lifetime import end_with_parent
 from monitor.pipeline import Monitor
+from monitor.replay_errors import uncounted_shared_errors
 from monitor.replay_tally import UnitTally
 from monitor.session_state import SessionState
 from monitor.sources.sourceset import SourceSet, source_id
@@ -60,8 +61,13 @@ class ShardResult:
     internal_errors: int = 0
     internal_error_samples: list[dict] = field(default_factory=list)
     #: ``session_id -> source_id -> [events, errors, samples]``: what each session's
-    #: transcripts gave, for the cache; None when some count could not be placed.
+    #: transcripts gave, for the cache; None when some count could not be placed, or a
+    #: source raised an error no session owns (its sessions may have been read through a
+    #: failure).
     units: dict[str, dict[str, list]] | None = None
+    #: ``source_id -> error samples``: the errors no session owns that its sources raised
+    #: and did not count, for the main process to count once (``monitor.replay_errors``).
+    shared_errors: dict[str, list[dict]] = field(default_factory=dict)
 
 
 def spans_sessions(config) -> bool:
@@ -169,7 +175,8 @@ def _read_shard_task(task: tuple) -> ShardResult:
 def read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[str]
                ) -> ShardResult:
     """Read the transcripts of ``sessions`` under ``what``, index first. The
-    errors that are no one session's are the main process's to count.
+    errors that are no one session's are handed back uncounted, for the main process to
+    count once (``monitor.replay_errors``).
 
     The detector state of a session whose transcripts were all read to the end is dropped
     (``DetectionEngine.freeze_idle``). Should one of them get another event (its
@@ -221,13 +228,15 @@ def _read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[s
                 break
             previous = total
         summaries = {source_id(s): s.summary() for s in sources.sources}
+        shared_errors = uncounted_shared_errors(sources.sources)
+        clean = not monitor.internal_errors and not shared_errors
         return ShardResult(
             sessions=[s for s in monitor.sessions.values() if s.from_transcript],
             runs=list(monitor.run_to_session.items()), summaries=summaries,
             internal_errors=monitor.internal_errors,
             internal_error_samples=monitor.internal_error_samples,
-            units=tally.units if tally.agrees(sources.sources) and not monitor.internal_errors
-            else None)
+            units=tally.units if clean and tally.agrees(sources.sources) else None,
+            shared_errors=shared_errors)
     finally:
         restore_collector(collector)
         sources.close()

@@ -24,7 +24,7 @@ from monitor.events import (
     ToolResult,
     UserMessage,
 )
-from monitor.sources.base import ERROR_SAMPLES_KEPT, sample_order
+from monitor.sources.base import ERROR_SAMPLES_KEPT, error_sample, sample_order
 from monitor.sources.sourceset import source_id
 
 #: What a transcript's entries become: each counted on its ``session_id`` by its ``origin``.
@@ -113,7 +113,7 @@ class UnitTally:
             return
         unit = self._count(sid, source, 1)
         samples = unit[2]
-        samples.append({"path": error.path, "where": error.where, "message": error.message})
+        samples.append(error_sample(error))
         samples.sort(key=lambda e: sample_order(e["path"], e["where"]))
         del samples[ERROR_SAMPLES_KEPT:]
 

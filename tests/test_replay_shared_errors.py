@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -23,10 +24,13 @@ from monitor.config import Config
 from monitor.detect.engine import DetectionEngine
 from monitor.display import json_dumps
 from monitor.replay import ReplayInput, replay
+from monitor.sources.sqlite_agent import SqliteAgentSource
 
 CLAUDE_FIXTURE = (Path(__file__).parent / "fixtures" / "claude_code" / "projects"
                   / "-tmp-cap-work" / "c00b08a2-3350-4e1a-8ea4-8c22db0e06f5.jsonl")
 DB_KEY = "agent:sq:main"
+#: What the database raises where a test makes it fail.
+SHARD_FAILURE = "file is not a database (test)"
 
 
 def documents(what: ReplayInput, jobs_list, monkeypatch, **kwargs) -> dict[int, dict]:
@@ -72,3 +76,73 @@ def test_a_transcript_name_that_is_not_utf8_loses_no_database_row(tmp_path, wher
         assert session_of(document, DB_KEY)["session_id"] == DB_SID
         assert all(s["kind"] != "internal" for s in document["sources"]), f"--jobs {jobs}"
     assert found[1] == found[2]
+
+
+def fail_transcript_reads(monkeypatch) -> None:
+    """The agent database fails each query that reads its transcripts: a fault met only in
+    the shards, since the main process reads the index alone."""
+    def failing(self, conn, out):
+        raise sqlite3.DatabaseError(SHARD_FAILURE)
+
+    monkeypatch.setattr(SqliteAgentSource, "_read_transcripts", failing)
+
+
+def test_a_database_failing_in_the_shards_is_one_error_whatever_the_split(tmp_path,
+                                                                          monkeypatch):
+    state, _ = make_state(tmp_path)
+    fail_transcript_reads(monkeypatch)
+    found = documents(ReplayInput(state_dir=str(state)), (1, 2, 3), monkeypatch)
+    for jobs, document in found.items():
+        database = source_of(document, "sqlite")
+        assert database["errors"] == 1, f"--jobs {jobs}"
+        assert database["error_samples"] == [{
+            "path": database["path"], "where": "query",
+            "message": f"database unreadable: {SHARD_FAILURE}"}], f"--jobs {jobs}"
+        assert source_of(document, "jsonl")["errors"] == 0
+    assert found[1] == found[2] == found[3]
+
+
+def test_a_shard_failure_counted_by_the_index_read_too_is_counted_once(tmp_path,
+                                                                       monkeypatch):
+    """The same failure met by the main process's index read and by every shard."""
+    state, _ = make_state(tmp_path)
+
+    def failing(self, conn, out):
+        raise sqlite3.DatabaseError(SHARD_FAILURE)
+
+    monkeypatch.setattr(SqliteAgentSource, "_read_sessions", failing)
+    found = documents(ReplayInput(state_dir=str(state)), (1, 3), monkeypatch)
+    for jobs, document in found.items():
+        assert source_of(document, "sqlite")["errors"] == 1, f"--jobs {jobs}"
+    assert found[1] == found[3]
+
+
+def fail_rows_from(seq: int, monkeypatch) -> None:
+    """The agent database fails at the transcript row ``seq`` of a session: the rows before
+    it are read, so the session is read partly."""
+    read_row = SqliteAgentSource.add_row
+
+    def failing(self, sid, row, out, summing):
+        if row[0] >= seq:
+            raise sqlite3.DatabaseError(SHARD_FAILURE)
+        return read_row(self, sid, row, out, summing)
+
+    monkeypatch.setattr(SqliteAgentSource, "add_row", failing)
+
+
+def test_the_cache_never_answers_without_a_shard_failure(tmp_path, monkeypatch):
+    """A session read partly, up to a failure, is not cached: once the database reads
+    again, the replay reads all of it."""
+    state, _ = make_state(tmp_path)
+    what = ReplayInput(state_dir=str(state))
+    cache = tmp_path / "cache"
+    with monkeypatch.context() as failing:
+        fail_rows_from(2, failing)
+        first, again = (documents(what, (2,), monkeypatch, cache=cache)[2] for _ in range(2))
+    for document in (first, again):
+        assert source_of(document, "sqlite")["errors"] == 1
+        assert session_of(document, DB_KEY)["tool_calls"] == 1
+    assert again == first
+    healed = documents(what, (2,), monkeypatch, cache=cache)[2]
+    assert source_of(healed, "sqlite")["errors"] == 0
+    assert session_of(healed, DB_KEY)["tool_calls"] == 3

@@ -48,9 +48,13 @@ class Source:
     backlog_bytes: int = 0
     #: How much one ``poll()`` may read; sources that read in steps set it.
     poll_budget_bytes: int
-    #: False in the shards of a split replay after the first: errors that are not any one
-    #: session's (the index, the database as a whole) are counted by one shard only.
+    #: False in a replay's shards: errors that are not any one session's (the index, the
+    #: database as a whole) are counted once, by the main process (``monitor.replay_errors``).
     count_shared_errors: bool = True
+    #: When a dict (a replay's sources): every distinct error no session owns that this
+    #: source raised, counted or not, by (path, where, message), so that a replay counts
+    #: each once however many of its shards raised it (``monitor.replay_errors``).
+    shared_errors: dict[tuple[str, str, str], SourceError] | None = None
     #: ``time.monotonic()`` after which a ``poll()`` stops at its next step boundary (having
     #: done at least one) and sets ``behind``; None: no limit. Set by ``SourceSet.poll`` so
     #: a step (and with it a stop signal or a quit key) never waits long.
@@ -155,8 +159,11 @@ class Source:
         """A ``SourceError``, counted and kept as a sample (the first by place). ``shared``:
         not any one session's error (see ``count_shared_errors``)."""
         record = SourceError(self.kind, path or self.path, where, message, shared)
-        if shared and not self.count_shared_errors:
-            return record
+        if shared:
+            if self.shared_errors is not None:
+                self.shared_errors.setdefault((record.path, where, message), record)
+            if not self.count_shared_errors:
+                return record
         self.errors += 1
         self._keep_sample(record)
         return record
@@ -239,11 +246,13 @@ class Source:
             "path": self.path,
             "events": self.events,
             "errors": self.errors,
-            "error_samples": [
-                {"path": e.path, "where": e.where, "message": e.message}
-                for e in self.error_samples
-            ],
+            "error_samples": [error_sample(e) for e in self.error_samples],
         }
+
+
+def error_sample(error: SourceError) -> dict:
+    """An error as a document's ``error_samples`` hold it."""
+    return {"path": error.path, "where": error.where, "message": error.message}
 
 
 def file_units(paths: list[str], session_of) -> dict[str, tuple[int, list]]:

@@ -114,6 +114,8 @@ class SourceSet:
             return
         source.only_sessions = self.only_sessions
         source.count_shared_errors = self.count_shared_errors
+        if self.replay:
+            source.shared_errors = {}
         source.count_only = self.count_only
         if hasattr(source, "history_readers"):
             source.history_readers = self.history_readers
