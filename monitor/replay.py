@@ -14,7 +14,8 @@ counted once, by the main process, whichever shards met them (``monitor.replay_e
 runs are joined in sorted order. Sessions whose fingerprint the replay cache
 (``monitor.replay_cache``) still holds are not read at all, and when nothing the document
 depends on changed (the log files included), the cache gives the whole document. A session a
-shard read beside such an error is not cached, nor a document holding one the shards met.
+shard read beside such an error that only the shards met is not cached, nor a document
+holding one.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
     results = list(replay_shards.read_shards(what, config, engine_factory, shards))
     shard_errors = replay_errors.new_shared_errors((r.shared_errors for r in results), counted)
     _merge(monitor, results, hits, summaries, shard_errors)
-    fresh = _fresh_units(results, prints) if cache_file is not None else {}
+    fresh = _fresh_units(results, prints, counted) if cache_file is not None else {}
     if fresh or len(hits) != len(cached):       # else the file holds just this
         replay_cache.save(cache_file, replay_cache.units_json(
             {**{sid: (prints[sid], r) for sid, r in hits.items()}, **fresh}))
@@ -169,13 +170,17 @@ def _input_identity(what: ReplayInput) -> list:
             [os.path.abspath(d) for d in what.codex_dirs]]
 
 
-def _fresh_units(results: list[ShardResult], prints: dict[str, str]
+def _fresh_units(results: list[ShardResult], prints: dict[str, str],
+                 counted: dict[str, set[replay_errors.ErrorKey]]
                  ) -> dict[str, tuple[str, replay_cache.UnitRecord]]:
-    """The cache entries of what the shards read (a shard whose counts could not all be
-    placed on a session gives none)."""
+    """The cache entries of what the shards read. A shard whose counts could not all be
+    placed on a session gives none, nor one that met an error no session owns that the
+    main process did not meet reading the index (``counted``): a database that failed
+    while the shard read its sessions."""
     fresh = {}
     for result in results:
-        if result.units is None:
+        if result.units is None or replay_errors.new_shared_errors([result.shared_errors],
+                                                                     counted):
             continue
         runs_of: dict[str, list[tuple[str, str]]] = {}
         for run_id, sid in result.runs:

@@ -61,12 +61,12 @@ class ShardResult:
     internal_errors: int = 0
     internal_error_samples: list[dict] = field(default_factory=list)
     #: ``session_id -> source_id -> [events, errors, samples]``: what each session's
-    #: transcripts gave, for the cache; None when some count could not be placed, or a
-    #: source raised an error no session owns (its sessions may have been read through a
-    #: failure).
+    #: transcripts gave, for the cache; None when some count could not be placed.
     units: dict[str, dict[str, list]] | None = None
     #: ``source_id -> error samples``: the errors no session owns that its sources raised
-    #: and did not count, for the main process to count once (``monitor.replay_errors``).
+    #: and did not count, for the main process to count once (``monitor.replay_errors``);
+    #: one the main process did not meet itself keeps the shard's sessions out of the cache
+    #: (they may have been read through a failure).
     shared_errors: dict[str, list[dict]] = field(default_factory=dict)
 
 
@@ -228,15 +228,14 @@ def _read_shard(what: ReplayInput, config, engine_factory, sessions: frozenset[s
                 break
             previous = total
         summaries = {source_id(s): s.summary() for s in sources.sources}
-        shared_errors = uncounted_shared_errors(sources.sources)
-        clean = not monitor.internal_errors and not shared_errors
         return ShardResult(
             sessions=[s for s in monitor.sessions.values() if s.from_transcript],
             runs=list(monitor.run_to_session.items()), summaries=summaries,
             internal_errors=monitor.internal_errors,
             internal_error_samples=monitor.internal_error_samples,
-            units=tally.units if clean and tally.agrees(sources.sources) else None,
-            shared_errors=shared_errors)
+            units=tally.units if tally.agrees(sources.sources) and not monitor.internal_errors
+            else None,
+            shared_errors=uncounted_shared_errors(sources.sources))
     finally:
         restore_collector(collector)
         sources.close()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from chaos_writer import assistant_tool_call, session_header
-from small_state import DB_SID, make_state
+from small_state import DB_SID, SID, make_state
 
 from monitor import replay_shards
 from monitor.config import Config
@@ -146,3 +146,35 @@ def test_the_cache_never_answers_without_a_shard_failure(tmp_path, monkeypatch):
     healed = documents(what, (2,), monkeypatch, cache=cache)[2]
     assert source_of(healed, "sqlite")["errors"] == 0
     assert session_of(healed, DB_KEY)["tool_calls"] == 3
+
+
+def test_an_index_error_every_shard_meets_keeps_the_cache(tmp_path, monkeypatch):
+    """An index that cannot be read is met by the main process's read of the index and
+    again by every shard's: it is counted once and keeps no session out of the cache, so a
+    replay after one transcript grew reads that session alone."""
+    state, _ = make_state(tmp_path)
+    sessions_dir = state / "agents" / "main" / "sessions"
+    other = "22222222-3333-4444-5555-666666666666"
+    (sessions_dir / f"{other}.jsonl").write_text("\n".join(json.dumps(entry) for entry in [
+        session_header(other), assistant_tool_call("o1", 1)]) + "\n")
+    (sessions_dir / "sessions.json").write_text('{"agent:main:main": {"sessionId": ')
+    what = ReplayInput(state_dir=str(state))
+    cache = tmp_path / "cache"
+    first = documents(what, (2,), monkeypatch, cache=cache)[2]
+    assert source_of(first, "jsonl")["errors"] == 1
+    read: list[str] = []
+    real_read_shard = replay_shards.read_shard
+
+    def reading(what, config, engine_factory, sessions):
+        read.extend(sessions)
+        return real_read_shard(what, config, engine_factory, sessions)
+
+    monkeypatch.setattr(replay_shards, "read_shard", reading)
+    with (sessions_dir / f"{other}.jsonl").open("a") as grown:
+        grown.write(json.dumps(assistant_tool_call("o2", 2)) + "\n")
+    again = documents(what, (1,), monkeypatch, cache=cache)[1]     # read in this process
+    assert read == [other]
+    assert source_of(again, "jsonl")["errors"] == 1
+    by_id = [{s["session_id"]: s for s in document["sessions"]} for document in (first, again)]
+    assert by_id[1][SID] == by_id[0][SID]
+    assert by_id[1][other]["tool_calls"] == by_id[0][other]["tool_calls"] + 1
