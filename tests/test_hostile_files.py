@@ -3,7 +3,9 @@
 A FIFO, a device (``/dev/zero``), a socket or a directory where clawwatch expects a file
 (a transcript, ``sessions.json``, a ``sessionFile`` target, the gateway log, the agent
 SQLite DB or its ``-wal``; directly or through a symlink) is refused with one error naming
-the path and what it is, and the good sessions beside it are read as usual. Every command
+the path and what it is, and the good sessions beside it are read as usual; so is a file
+whose size says 0 while it holds data (``/proc/self/status``), which would otherwise be read
+again from its start on every poll and never let ``replay`` end. Every command
 ends within 2 s of SIGTERM / SIGINT (``q`` for the dashboard), also during a long first
 catch-up. 100,000 quiet transcripts cost next to nothing at rest and give one notice line,
 not 100,000.
@@ -193,23 +195,36 @@ def test_follower_refuses_a_fifo_once_and_reads_the_regular_file_that_replaces_i
 # ----------------------------------------------------------------------------- replay
 
 
+def replay_json(state: Path, home: Path, *extra: str) -> dict:
+    """The document of ``replay --json`` of ``state``, which must end with exit 0."""
+    result = subprocess.run(clawwatch("replay", "--state-dir", str(state), "--json", *extra),
+                            capture_output=True, text=True, timeout=30, cwd=str(REPO),
+                            env=child_env(home))
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout)
+
+
+def good_sessions_read(document: dict) -> dict:
+    """The source of ``agents/main`` in a replay ``document``, once its good sessions are
+    found read in full."""
+    tool_calls = {s["session_id"]: s["tool_calls"] for s in document["sessions"]}
+    assert {sid: tool_calls.get(sid) for sid in GOOD_CALLS} == GOOD_CALLS
+    [main] = [s for s in document["sources"]
+              if s["kind"] == "jsonl" and "/agents/main/" in s["path"]]
+    assert main["events"] == sum(GOOD_CALLS.values()) * 2 + 2
+    return main
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_replay_refuses_a_hostile_file_and_reads_the_good_sessions(tmp_path, case):
     state = tmp_path / "state"
     good_agent(state)
     refused, what, extra = hostile(case, state, tmp_path)
     started = time.monotonic()
-    result = subprocess.run(clawwatch("replay", "--state-dir", str(state), "--json", *extra),
-                            capture_output=True, text=True, timeout=30, cwd=str(REPO),
-                            env=child_env(tmp_path))
-    assert result.returncode == 0, result.stderr[-2000:]
+    document = replay_json(state, tmp_path, *extra)
     assert time.monotonic() - started < 20
-    document = json.loads(result.stdout)
-    tool_calls = {s["session_id"]: s["tool_calls"] for s in document["sessions"]}
-    assert {sid: tool_calls.get(sid) for sid in GOOD_CALLS} == GOOD_CALLS
-    [main] = [s for s in document["sources"]
-              if s["kind"] == "jsonl" and "/agents/main/" in s["path"]]
-    assert main["errors"] == 0 and main["events"] == sum(GOOD_CALLS.values()) * 2 + 2
+    main = good_sessions_read(document)
+    assert main["errors"] == 0
     samples = [e for s in document["sources"] for e in s["error_samples"]]
     named = [e for e in samples if refused in e["path"] + " " + e["message"]]
     assert len(named) == 1, samples
@@ -575,3 +590,97 @@ def test_an_audit_log_that_is_a_fifo_is_an_error_not_a_hang(tmp_path):
     assert audit.read() == []
     assert time.monotonic() - started < 2
     assert "audit log" in audit.last_error
+
+
+# -------------------------------------------------------- a file whose size says 0 (/proc)
+
+#: A regular file whose size reads 0 while it holds data, as every ``/proc`` file does.
+PROC_FILE = "/proc/self/status"
+needs_proc = pytest.mark.skipif(
+    not os.path.isfile(PROC_FILE) or os.stat(PROC_FILE).st_size != 0,
+    reason=f"no {PROC_FILE} whose size says 0 bytes")
+SIZE_REFUSAL = "its size (0 bytes) does not match what it holds"
+PROC_LINK_SID = "cccccccc-0000-4000-8000-000000000000"
+
+
+def proc_transcript(state: Path) -> Path:
+    """``agents/main`` with its good sessions and a transcript that is a symlink to
+    ``PROC_FILE``; returns the symlink."""
+    link = good_agent(state) / f"{PROC_LINK_SID}.jsonl"
+    os.symlink(PROC_FILE, link)
+    return link
+
+
+@needs_proc
+def test_open_regular_refuses_a_proc_file_and_keeps_empty_and_growing_files(tmp_path):
+    from monitor.sources.regular import SizeMismatch, size_lies
+
+    with pytest.raises(SizeMismatch) as refused:
+        open_regular(PROC_FILE)
+    assert isinstance(refused.value, NotRegularFile)
+    assert str(refused.value) == f"{PROC_FILE}: {SIZE_REFUSAL} (a /proc or /sys file?); not read"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    os.close(open_regular(str(empty)))
+    growing = tmp_path / "growing.jsonl"
+    growing.write_bytes(b"")
+    fd = os.open(growing, os.O_RDONLY)
+    try:
+        size_at_open = os.fstat(fd).st_size
+        with open(growing, "ab") as writer:     # appended between the fstat and the check
+            writer.write(b'{"type":"session"}\n')
+        assert size_at_open == 0 and not size_lies(fd, size_at_open)
+    finally:
+        os.close(fd)
+    assert read_regular(str(growing)) == b'{"type":"session"}\n'
+
+
+@needs_proc
+def test_follower_refuses_a_proc_file_once_and_reads_nothing_of_it(tmp_path):
+    link = tmp_path / "t.jsonl"
+    os.symlink(PROC_FILE, link)
+    follower = FileFollower(str(link))
+    for _ in range(5):
+        assert follower.poll() == []
+    [notice] = follower.take_notices()
+    assert notice.error and SIZE_REFUSAL in notice.message and notice.path == str(link)
+    assert follower.open_descriptors == 0
+    follower.close()
+
+
+@needs_proc
+def test_replay_refuses_a_transcript_linked_to_a_proc_file_and_ends(tmp_path):
+    state = tmp_path / "state"
+    link = proc_transcript(state)
+    main = good_sessions_read(replay_json(state, tmp_path, "--no-cache"))
+    assert main["errors"] == 1
+    [sample] = main["error_samples"]
+    assert sample["path"] == str(link) and SIZE_REFUSAL in sample["message"]
+
+
+@needs_proc
+def test_replay_of_a_proc_file_named_as_a_path_is_an_error(tmp_path):
+    result = subprocess.run(clawwatch("replay", "--no-cache", PROC_FILE),
+                            capture_output=True, text=True, timeout=30, cwd=str(REPO),
+                            env=child_env(tmp_path))
+    assert result.returncode == 2, (result.stdout[-2000:], result.stderr[-2000:])
+    assert f"{PROC_FILE}: {SIZE_REFUSAL}" in result.stderr
+
+
+@needs_proc
+def test_watch_headless_refuses_a_proc_file_once_and_reads_the_good_sessions(tmp_path):
+    state = tmp_path / "state"
+    link = proc_transcript(state)
+    result = subprocess.run(clawwatch("watch", "--headless", "--json", "--no-checkpoint",
+                                      "--seconds", "2", "--state-dir", str(state)),
+                            capture_output=True, text=True, timeout=30, cwd=str(REPO),
+                            env=child_env(tmp_path))
+    assert result.returncode == 0, result.stderr[-2000:]
+    records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    about_link = [r for r in records if r.get("path") == str(link)]
+    assert len(about_link) == 1, about_link[:5]
+    assert about_link[0]["type"] == "error" and SIZE_REFUSAL in about_link[0]["message"]
+    assert {r["session_id"] for r in records if r["type"] == "session"} >= set(GOOD_CALLS)
+    followed = {r["path"] for r in records if r.get("message") == "following from the start"}
+    assert followed == {str(state / "agents" / "main" / "sessions" / f"{sid}.jsonl")
+                        for sid in GOOD_CALLS}

@@ -6,6 +6,10 @@ clawwatch reads is opened with ``O_NONBLOCK | O_NOCTTY | O_CLOEXEC`` (an open th
 block) and ``fstat``-ed: anything but ``S_ISREG`` is closed at once and ``NotRegularFile``
 raised, naming the path and what it is. ``O_NONBLOCK`` changes nothing for a regular file.
 
+A regular file whose size says 0 while it holds data (``/proc`` and ``/sys`` files, some FUSE
+files) is refused too (``SizeMismatch``, a ``NotRegularFile``): a reader that follows a file
+by its size would see it truncated on every poll and read the same lines again for ever.
+
 ``prefetch`` asks the kernel to read a file ahead into the page cache (a hint: nothing is
 read here, and what is not a regular file is left alone).
 
@@ -32,6 +36,32 @@ class NotRegularFile(OSError):
         self.strerror = f"not a regular file ({what}); not read"
 
 
+class SizeMismatch(NotRegularFile):
+    """``path`` is a regular file whose size (0 bytes) does not match what it holds."""
+
+    def __init__(self, path: str) -> None:
+        why = ("its size (0 bytes) does not match what it holds (a /proc or /sys file?); "
+               "not read")
+        OSError.__init__(self, f"{path}: {why}")
+        self.path = path
+        self.what = "a file whose size does not match what it holds"
+        self.strerror = why
+
+
+def size_lies(fd: int, size: int) -> bool:
+    """Whether the regular file open on ``fd``, which ``fstat`` said is ``size`` bytes
+    long, holds data its size does not count: it says 0 bytes, yet a byte reads at offset
+    0 and a second ``fstat`` still says 0. A real empty file reads nothing; one appended to
+    since the first ``fstat`` shows its new size on the second, and is not refused."""
+    if size != 0:
+        return False
+    try:
+        first = os.pread(fd, 1, 0)
+    except OSError:
+        return False        # not readable here (opened for writing): nothing follows it
+    return bool(first) and os.fstat(fd).st_size == 0
+
+
 def file_kind(mode: int) -> str:
     """What a ``st_mode`` names, for a message: "a FIFO", "a character device", ..."""
     if stat.S_ISREG(mode):
@@ -55,19 +85,21 @@ def refusal(path: str, mode: int) -> str:
 
 
 def open_regular(path: str, flags: int = os.O_RDONLY, create_mode: int = 0o600) -> int:
-    """A descriptor on ``path`` if it is a regular file (symlinks followed); raises
-    ``NotRegularFile`` otherwise, or the ``OSError`` of the open. ``create_mode`` is the
-    mode of a file ``O_CREAT`` in ``flags`` creates; for writing, ``O_NONBLOCK`` makes a
-    FIFO without a reader fail to open instead of blocking."""
+    """A descriptor on ``path`` if it is a regular file (symlinks followed) whose size
+    matches what it holds; raises ``NotRegularFile`` (``SizeMismatch`` for a ``/proc``
+    file) otherwise, or the ``OSError`` of the open. ``create_mode`` is the mode of a file
+    ``O_CREAT`` in ``flags`` creates; for writing, ``O_NONBLOCK`` makes a FIFO without a
+    reader fail to open instead of blocking."""
     fd = os.open(path, flags | OPEN_FLAGS, create_mode)
     try:
-        mode = os.fstat(fd).st_mode
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(path, file_kind(st.st_mode))
+        if size_lies(fd, st.st_size):
+            raise SizeMismatch(path)
     except BaseException:
         os.close(fd)
         raise
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise NotRegularFile(path, file_kind(mode))
     return fd
 
 

@@ -108,8 +108,8 @@ class FileFollower(FileIdentity, LineReading, IdleFollowing):
         self._budget = UNLIMITED
         self.notices: list[TailNotice] = []
         self._last_error: str | None = None
-        #: ``(dev, ino, mode)`` of the non-regular file (FIFO, device...) at ``path`` that was
-        #: refused, so it is reported once, not on every poll.
+        #: ``(dev, ino, mode)`` of the file at ``path`` that was refused (a FIFO, a device, a
+        #: ``/proc`` file...), so it is reported once, not on every poll.
         self._refused_as: tuple[int, int, int] | None = None
         #: What the last poll's ``stat`` of ``path`` saw (``path_view``), for ``changed``.
         self._last_view: object = NEVER_SEEN

@@ -1,12 +1,12 @@
 """Which file a ``FileFollower`` (``sources.tail``) reads, and what became of it.
 
 The follower holds files by descriptor and knows each by ``(dev, ino)``: this part opens the
-file at the path (only a regular one: a FIFO, device, socket or directory is refused and
-reported once), reattaches to a saved position after a restart or a suspend (finding a file
-rotated meanwhile by its inode among its siblings), drains files that were rotated away
-before the live one is read, and notices truncation by size or by the fingerprint of the
-bytes before the offset, recovering the unread tail from a ``copytruncate`` copy when one
-holds matching bytes.
+file at the path (only a regular one whose size matches what it holds: a FIFO, device,
+socket or directory, or a ``/proc`` file, is refused and reported once), reattaches to a
+saved position after a restart or a suspend (finding a file rotated meanwhile by its inode
+among its siblings), drains files that were rotated away before the live one is read, and
+notices truncation by size or by the fingerprint of the bytes before the offset, recovering
+the unread tail from a ``copytruncate`` copy when one holds matching bytes.
 
 ``FileIdentity`` is a mixin of ``FileFollower``: it shares the follower's state and uses its
 ``_note`` and ``_read_available``.
@@ -52,16 +52,17 @@ def path_view(path: str) -> object:
 class FileIdentity:
     """Opening, reattaching, rotation and truncation for ``FileFollower``."""
 
-    def _refuse(self, dev: int, ino: int, mode: int) -> None:
-        """``path`` names a FIFO, device, socket or directory: never opened nor read, and
-        reported once per such file (again only when another one takes its place)."""
+    def _refuse(self, dev: int, ino: int, mode: int, why: str | None = None) -> None:
+        """``path`` names a FIFO, device, socket or directory, or a file whose size does not
+        match what it holds (``why`` says so): never read, and reported once per such file
+        (again only when another one takes its place)."""
         if self._refused_as != (dev, ino, mode):
             self._refused_as = (dev, ino, mode)
-            self._note(refusal(self.path, mode), error=True)
+            self._note(why or refusal(self.path, mode), error=True)
 
     @property
     def refused(self) -> bool:
-        """The path named something not a regular file when last looked at."""
+        """The path named something ``open_regular`` refuses when last looked at."""
         return self._refused_as is not None and self._current is None
 
     def _open(self, st: os.stat_result | None, *, announce: bool) -> OpenFile | None:
@@ -69,10 +70,10 @@ class FileIdentity:
             fd = open_regular(self.path)
         except FileNotFoundError:
             return None
-        except NotRegularFile:
+        except NotRegularFile as exc:
             try:
                 now = os.stat(self.path)
-                self._refuse(now.st_dev, now.st_ino, now.st_mode)
+                self._refuse(now.st_dev, now.st_ino, now.st_mode, exc.strerror)
             except OSError:
                 pass
             return None
