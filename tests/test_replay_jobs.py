@@ -9,12 +9,14 @@ the document one process gives, byte for byte.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import GENERATED_BAD_TRANSCRIPTS
+from small_state import SID, make_state
 
 from monitor import replay_shards
 from monitor.config import Config, load_config
@@ -138,3 +140,20 @@ def test_records_the_engine_could_not_take_are_counted_in_the_document(
                for sample in internal["error_samples"])
     assert all(source["kind"] != "internal" for source in split(
         generated_state_dirs / "legacy", 1)["sources"])
+
+
+def test_a_transcript_copied_under_another_name_splits_like_one_process(tmp_path,
+                                                                        monkeypatch):
+    """A copy of a transcript under another name (``x.jsonl``) is a session of its own,
+    named by its file, whatever id its header gives: its header must not start, in the
+    shard reading the copy, a second state of the original's session, which the merge took
+    over the original's (the original session left the document with ``--jobs 2``)."""
+    state, _ = make_state(tmp_path)
+    sessions = state / "agents" / "main" / "sessions"
+    shutil.copy(sessions / f"{SID}.jsonl", sessions / "x.jsonl")
+    monkeypatch.setattr(replay_shards, "BYTES_PER_JOB", 1)
+    what = ReplayInput(state_dir=str(state))
+    documents = [json_dumps(replay(what, Config(), DetectionEngine, jobs)) for jobs in (1, 2)]
+    assert documents[0] == documents[1]
+    calls = {s["session_id"]: s["tool_calls"] for s in json.loads(documents[1])["sessions"]}
+    assert calls[SID] == calls["x"] == 3

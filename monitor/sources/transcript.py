@@ -181,10 +181,9 @@ def parse_entry(entry: Any, session_id: str, origin: str) -> list[TranscriptEven
             raise ValueError("message entry without a message object")
         return _parse_message(message, session_id, origin, entry.get("timestamp"))
     ts = parse_timestamp(entry.get("timestamp"))
-    if entry_type == "session":
-        sid = entry.get("id") if isinstance(entry.get("id"), str) else session_id
+    if entry_type == "session":         # the session read, whatever id the header gives
         cwd = entry.get("cwd") if isinstance(entry.get("cwd"), str) else None
-        return [SessionStart(sid, ts, cwd, origin)]
+        return [SessionStart(session_id, ts, cwd, origin)]
     if entry_type in ("compaction", "reset", "branch_summary"):
         return [Compaction(session_id, entry_type, sane_count(entry.get("tokensBefore")),
                            ts, origin)]
