@@ -18,12 +18,15 @@ from pathlib import Path
 import pytest
 from chaos_writer import assistant_tool_call, session_header
 from small_state import DB_SID, SID, make_state
+from test_hostile_sqlite import GOOD_KEY, GOOD_SID, add_session, add_window, make_db
 
 from monitor import replay_shards
 from monitor.config import Config
 from monitor.detect.engine import DetectionEngine
 from monitor.display import json_dumps
 from monitor.replay import ReplayInput, replay
+from monitor.sources import base
+from monitor.sources.sourceset import SourceSet
 from monitor.sources.sqlite_agent import SqliteAgentSource
 
 CLAUDE_FIXTURE = (Path(__file__).parent / "fixtures" / "claude_code" / "projects"
@@ -178,3 +181,30 @@ def test_an_index_error_every_shard_meets_keeps_the_cache(tmp_path, monkeypatch)
     by_id = [{s["session_id"]: s for s in document["sessions"]} for document in (first, again)]
     assert by_id[1][SID] == by_id[0][SID]
     assert by_id[1][other]["tool_calls"] == by_id[0][other]["tool_calls"] + 1
+
+
+def test_a_database_of_bad_index_rows_is_counted_whole_and_kept_bounded(tmp_path,
+                                                                       monkeypatch):
+    """Every bad index row is an error of its own, counted by the main process's read of the
+    index: a replay's sources keep only the first ``SHARED_ERRORS_KEPT`` of them to match
+    against the shards', so a crafted database of millions costs no memory per row."""
+    monkeypatch.setattr(base, "SHARED_ERRORS_KEPT", 50)
+    state = tmp_path / "state"
+    conn = make_db(state / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
+    add_session(conn, GOOD_KEY, GOOD_SID, 3)
+    for n in range(200):
+        add_window(conn, 1000 + n, f"agent:main:bad-{n}")      # an integer session id
+    conn.close()
+    found = documents(ReplayInput(state_dir=str(state)), (1, 2), monkeypatch)
+    for jobs, document in found.items():
+        assert source_of(document, "sqlite")["errors"] == 200, f"--jobs {jobs}"
+        assert session_of(document, GOOD_KEY)["tool_calls"] == 3
+    assert found[1] == found[2]
+    sources = SourceSet(state_dir=str(state), replay=True)
+    try:
+        while sources.poll() or sources.behind:
+            pass
+        [source] = [s for s in sources.sources if s.kind == "sqlite"]
+        assert source.errors == 200 and len(source.shared_errors) == 50
+    finally:
+        sources.close()

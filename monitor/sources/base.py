@@ -16,6 +16,10 @@ from monitor.sources.transcript_light import (
 )
 
 ERROR_SAMPLES_KEPT = 5
+#: Distinct errors no session owns that a replay's source keeps (``Source.shared_errors``):
+#: a crafted database can hold millions of bad index rows, each an error of its own, which
+#: the main process counts as it reads the index.
+SHARED_ERRORS_KEPT = 1000
 #: Files whose same notice is shown one by one; past this, one record counts them.
 NOTICES_SHOWN_SINGLY = 3
 #: File names a grouped notice shows as examples.
@@ -51,9 +55,10 @@ class Source:
     #: False in a replay's shards: errors that are not any one session's (the index, the
     #: database as a whole) are counted once, by the main process (``monitor.replay_errors``).
     count_shared_errors: bool = True
-    #: When a dict (a replay's sources): every distinct error no session owns that this
-    #: source raised, counted or not, by (path, where, message), so that a replay counts
-    #: each once however many of its shards raised it (``monitor.replay_errors``).
+    #: When a dict (a replay's sources): each distinct error no session owns that this
+    #: source raised, counted or not, by (path, where, message), the first
+    #: ``SHARED_ERRORS_KEPT``, so that a replay counts each once however many of its shards
+    #: raised it (``monitor.replay_errors``).
     shared_errors: dict[tuple[str, str, str], SourceError] | None = None
     #: ``time.monotonic()`` after which a ``poll()`` stops at its next step boundary (having
     #: done at least one) and sets ``behind``; None: no limit. Set by ``SourceSet.poll`` so
@@ -160,7 +165,7 @@ class Source:
         not any one session's error (see ``count_shared_errors``)."""
         record = SourceError(self.kind, path or self.path, where, message, shared)
         if shared:
-            if self.shared_errors is not None:
+            if self.shared_errors is not None and len(self.shared_errors) < SHARED_ERRORS_KEPT:
                 self.shared_errors.setdefault((record.path, where, message), record)
             if not self.count_shared_errors:
                 return record
