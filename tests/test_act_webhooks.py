@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -228,9 +229,31 @@ def test_a_lone_surrogate_in_a_finding_is_sent_escaped_by_every_template():
     record = replace(CRITICAL, key="agent:main:odd\udc80", message="stuck \udc80 here")
     for template in (None, "ntfy", "slack", "{level}: {message}", '{"m": "{message}"}'):
         body, headers = render(template, record)
-        assert b"udc80" in body, template
+        assert b"udc80" in body.lower().replace(b"u+", b"u"), template
         assert all(value.isascii() for value in headers.values())
-    assert render("ntfy", record)[0] == b"stuck \\udc80 here"
+    assert render("ntfy", record)[0] == b"stuck <U+DC80> here"
+
+
+#: What no text template, ntfy body or title may carry raw: C0 and C1 controls, line and
+#: paragraph separators, bidi overrides.
+RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def test_text_templates_and_ntfy_show_control_and_bidi_characters_visibly():
+    """A session key or message is data: in a text body or a notification title, an escape
+    sequence, a C1 control or a right-to-left override reaches a chat room, a terminal or a
+    phone as it is (``gnp.exe`` shown as ``exe.png``); JSON bodies escape them already."""
+    from email.header import decode_header, make_header
+
+    record = replace(CRITICAL,
+                     key="agent:main:esc\x1b[2J\x1b]0;pwned\x07 csi\x9b31m rtl\u202egnp.exe",
+                     message="line\u2028break \x00 nul \u202egnp.exe")
+    body, _ = render("ALERT {key}: {message}", record)
+    assert not RAW_CONTROL.search(body.decode()) and "<U+202E>gnp.exe" in body.decode()
+    body, headers = render("ntfy", record)
+    assert not RAW_CONTROL.search(body.decode())
+    title = str(make_header(decode_header(headers["Title"])))
+    assert not RAW_CONTROL.search(title) and "pwned" in title
 
 
 def test_any_delivery_failure_is_reported_audited_and_the_worker_carries_on(receiver,

@@ -39,6 +39,7 @@ from collections.abc import Callable
 import httpx
 
 from monitor import __version__, untrusted_json
+from monitor.display import printable
 from monitor.records import ActionRecord, FindingRecord, Record, redacted
 from monitor.records import as_json as record_json
 from monitor.redaction import redact_text, register_url_secrets
@@ -68,10 +69,11 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
 def header_value(text: str) -> str:
-    """``text`` as an HTTP header value: control characters dropped, and when it is not ASCII,
-    RFC 2047 encoded-words (UTF-8, base64, at most 45 bytes each, so each word stays within
-    the RFC's 75 characters)."""
-    text = _CONTROL.sub(" ", text)
+    """``text`` as an HTTP header value: control characters dropped, the other invisible and
+    bidi characters shown (``printable``: a notification's title decodes the header), and
+    when it is not ASCII, RFC 2047 encoded-words (UTF-8, base64, at most 45 bytes each, so
+    each word stays within the RFC's 75 characters)."""
+    text = printable(_CONTROL.sub(" ", text))
     if text.isascii():
         return text
     words, chunk = [], b""
@@ -96,7 +98,7 @@ def render(template: str | None, record: FindingRecord | ActionRecord
         return json.dumps(body, default=str).encode(), {"Content-Type": "application/json"}
     if template == "ntfy":
         urgent = values["level"] in ("critical", "action")
-        return _utf8(values["message"]), {
+        return _utf8(printable(values["message"], keep_newlines=True)), {
             "Content-Type": "text/plain; charset=utf-8", "Title": header_value(headline[:200]),
             "Priority": "urgent" if urgent else "default",
             "Tags": "rotating_light" if urgent else "warning"}
@@ -105,9 +107,9 @@ def render(template: str | None, record: FindingRecord | ActionRecord
         return json.dumps({"text": text}).encode(), {"Content-Type": "application/json"}
     as_json = template.lstrip()[:1] in ("{", "[")
 
-    def substitute(match: re.Match) -> str:
+    def substitute(match: re.Match) -> str:       # JSON escapes what text shows visibly
         value = values[match.group(1)]
-        return json.dumps(value)[1:-1] if as_json else value
+        return json.dumps(value)[1:-1] if as_json else printable(value)
 
     text = _FIELD.sub(substitute, template)
     if as_json:
