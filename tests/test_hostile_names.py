@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_source_codex import LOOP, LOOP_FILE, copy_rollout, of, read_all
+from test_source_codex import LOOP, of, read_all
 
 from monitor.act.exec_calls import recent_exec_calls
 from monitor.events import SourceError, UserMessage
@@ -116,11 +116,18 @@ def test_watch_keeps_its_checkpoint_for_a_state_dir_whose_path_is_not_utf8(tmp_p
 
 
 def test_a_codex_prompt_holding_a_lone_surrogate_is_read(tmp_path):
-    lines = LOOP_FILE.read_text().splitlines(keepends=True)
-    at = next(i for i, line in enumerate(lines) if '"text":"List the work dir"' in line)
-    lines[at] = lines[at].replace("List the work dir", "List the work dir \\ud800")
-    copy_rollout(tmp_path, LOOP_FILE, "".join(lines).encode())
+    """A prompt's text is digested to give it once; ``"\\ud83d"`` (valid JSON) made the line
+    an unreadable entry, and the prompt and the run it starts were lost."""
+    day = tmp_path / "sessions" / "2026" / "12" / "01"
+    day.mkdir(parents=True)
+    ts = '"timestamp":"2026-12-01T03:48:22.000Z"'
+    (day / f"rollout-2026-12-01T03-48-22-{LOOP}.jsonl").write_text("\n".join([
+        f'{{{ts},"type":"session_meta","payload":{{"id":"{LOOP}","cwd":"/w",'
+        '"cli_version":"0.130.0","model_provider":"openai","source":"exec"}}',
+        f'{{{ts},"type":"event_msg","payload":{{"type":"user_message",'
+        '"message":"fix the \\ud83d bug"}}',
+        f'{{{ts},"type":"event_msg","payload":{{"type":"item_completed","item":{{'
+        '"type":"UserMessage","content":[{"text":"again \\udfff"}]}}}']) + "\n")
     _, events = read_all(tmp_path / "sessions")
     assert not of(events, SourceError)
-    _, clean = read_all()
-    assert len(of(events, UserMessage, LOOP)) == len(of(clean, UserMessage, LOOP))
+    assert len(of(events, UserMessage, LOOP)) == 2

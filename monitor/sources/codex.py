@@ -311,7 +311,7 @@ class CodexSource(JsonlTreeSource):
     def _prompt(self, rollout: _Rollout, text: str, ts: float | None, origin: str) -> list:
         """A ``UserMessage``, once: versions that record a prompt both as ``user_message`` and
         as a completed ``UserMessage`` item give it once (the same text, no reply between)."""
-        mark = f"{rollout.replies}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+        mark = f"{rollout.replies}:{_digest(text)}"
         if mark == rollout.prompt:
             return []
         rollout.prompt = mark
@@ -368,3 +368,8 @@ class CodexSource(JsonlTreeSource):
         for row in calls if isinstance(calls, list) else []:
             if isinstance(row, list) and len(row) == 2 and all(isinstance(v, str) for v in row):
                 self._calls[row[0]] = row[1]
+
+
+def _digest(text: str) -> str:
+    """A short digest of a prompt's text, which JSON may give a lone surrogate."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
