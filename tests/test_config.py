@@ -235,6 +235,23 @@ def test_a_gateway_url_no_client_can_connect_to_is_an_error(tmp_path, url):
     assert error.startswith(f"{path}:gateway.url: bad gateway URL '{url}': ")
 
 
+@pytest.mark.parametrize("url", [
+    "not a url at all s3cret", "file:///etc/s3cret", "http+unix://%2Fs3cret.sock/x",
+    "http://[::1/s3cret", "http://127.0.0.1:99999/s3cret", "ftp://example.com/s3cret",
+    "http:///s3cret", "https://host/s3cret path"])
+def test_a_webhook_url_nothing_can_post_to_is_an_error_that_keeps_its_secret(tmp_path, url):
+    """It passed the check and then failed on every alert; its path is often the hook's
+    secret, so the error does not show it."""
+    path = write(tmp_path, f"alerts: {{webhooks: [{{url: '{url}'}}]}}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    (error,) = caught.value.errors
+    assert error.startswith(f"{path}:alerts.webhooks[0].url: ") and "s3cret" not in error
+    good = "https://hooks.slack.com/services/T0/B0/s3cret"
+    path = write(tmp_path, f"alerts: {{webhooks: [{{url: '{good}'}}]}}\n", "good.yaml")
+    assert load_config(path, env={}).alerts.webhooks[0].url == good
+
+
 def test_unquoted_off_and_invalid_yaml(tmp_path):
     assert load_config(write(tmp_path, "actions:\n  mode: off\n"), env={}).actions.mode == "off"
     broken = write(tmp_path, "detection:\n  enabled: [true\n", "broken.yaml")

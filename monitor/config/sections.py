@@ -215,7 +215,23 @@ class ActionsConfig:
 
 
 def _check_url(value: str) -> str | None:
-    return None if value.strip() else "must not be empty"
+    """A webhook URL clawwatch can POST to: ``http(s)://HOST[:PORT]/...``. The message never
+    holds the URL, whose path or query is often the hook's secret."""
+    from urllib.parse import urlsplit
+
+    if not value.strip():
+        return "must not be empty"
+    form = "give http://HOST[:PORT]/PATH or https://…"
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        return f"not a URL clawwatch can post to (a bad host or port); {form}"
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"not http:// or https://; {form}"
+    if not parts.hostname or port == 0 or any(c.isspace() for c in value):
+        return f"no host, or a bad port or character; {form}"
+    return None
 
 
 @dataclass(frozen=True)
