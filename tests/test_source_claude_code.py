@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -34,10 +35,12 @@ from monitor.events import (
     ToolResult,
     UserMessage,
 )
-from monitor.sources import read_ahead
+from monitor.sources import claude_code, read_ahead
 from monitor.sources.claude_code import ClaudeCodeSource, is_claude_code_entry
+from monitor.sources.claude_usage import UsageLedger
 from monitor.sources.codex import is_codex_entry
 from monitor.sources.jsonl_tree import first_entry
+from monitor.sources.seen_digests import SeenDigests, key_digest
 from monitor.sources.tail_state import complete_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
@@ -513,3 +516,117 @@ def test_transcripts_not_read_yet_are_read_ahead_once_before_their_first_read(tm
     assert source.poll(), "the append is read"
     assert len(hinted) == 29, "an append to a transcript already read is not hinted"
     source.close()
+
+
+# ------------------------------------------- a resumed session's copies, read long after
+
+SESSION_A = "aaaaaaaa-0000-0000-0000-000000000001"
+SESSION_B = "ffffffff-0000-0000-0000-000000000002"
+KEPT = 64
+
+
+def _turn(session: str, n: int, tag: str = "") -> list[str]:
+    """One reply calling Read (usage 1 in, 1 out) and the call's result, as Claude Code
+    writes them; ``tag`` makes the ids of one session's turns its own."""
+    reply = {"type": "assistant", "isSidechain": False, "sessionId": session,
+             "version": "2.1.3", "requestId": f"req_{tag}{n:06d}", "uuid": f"u{tag}{n}",
+             "cwd": "/tmp/p", "timestamp": f"2026-12-01T03:49:{n % 60:02d}.000Z",
+             "message": {"id": f"msg_{tag}{n:06d}", "role": "assistant", "model": "m",
+                         "content": [{"type": "tool_use", "id": f"toolu_{tag}{n:08d}",
+                                      "name": "Read",
+                                      "input": {"file_path": f"/tmp/p/f{n}.py"}}],
+                         "stop_reason": "tool_use",
+                         "usage": {"input_tokens": 1, "output_tokens": 1}}}
+    result = {"type": "user", "isSidechain": False, "sessionId": session, "version": "2.1.3",
+              "uuid": f"r{tag}{n}", "cwd": "/tmp/p",
+              "timestamp": f"2026-12-01T03:49:{n % 60:02d}.500Z",
+              "message": {"role": "user", "content": [
+                  {"type": "tool_result", "tool_use_id": f"toolu_{tag}{n:08d}",
+                   "content": "x = 1"}]}}
+    return [json.dumps(line, separators=(",", ":")) for line in (reply, result)]
+
+
+def _write_session(project: Path, session: str, lines: list[str]) -> None:
+    project.mkdir(parents=True, exist_ok=True)
+    (project / f"{session}.jsonl").write_text("".join(line + "\n" for line in lines))
+
+
+def _keep_only(monkeypatch, kept: int) -> None:
+    """Recent structures of ``kept`` keys, so that a few hundred lines outgrow them."""
+    monkeypatch.setattr(claude_code, "UsageLedger", partial(UsageLedger, max_keys=kept))
+    monkeypatch.setattr(claude_code, "CALLS_KEPT", kept)
+    monkeypatch.setattr(claude_code, "RESULTS_KEPT", kept)
+
+
+def _assert_b_adds_only_its_new_turn(root: Path, replies_a: int, others: set[str]) -> None:
+    _, events = read_all(root / "projects")
+    assert tokens(events, SESSION_A)["total"] == 2 * replies_a
+    assert tokens(events, SESSION_B) == {"input": 1, "output": 1, "cache_write": 0,
+                                         "cache_read": 0, "total": 2}
+    assert ids(of(events, ToolCall, SESSION_B)) == [f"toolu_{replies_a:08d}"]
+    assert [r.call_id for r in of(events, ToolResult, SESSION_B)] == [f"toolu_{replies_a:08d}"]
+    assert len(of(events, AssistantMessage, SESSION_B)) == 1
+    calls = Counter(c.call_id for c in of(events, ToolCall))
+    assert set(calls.values()) == {1}
+    ours = sum(tokens(events, sid)["total"] for sid in {SESSION_A, SESSION_B, *others})
+    if CCUSAGE_BIN.exists():
+        report = run_ccusage("claude", "session", home=root, env={"CLAUDE_CONFIG_DIR": str(root)})
+        assert ours == sum(session["totalTokens"] for session in report["sessions"])
+
+
+@pytest.mark.parametrize("replies_a", [KEPT + 1, 200])
+def test_a_resumed_copy_of_more_replies_than_are_kept_adds_only_its_new_reply(
+        tmp_path, monkeypatch, replies_a):
+    """B starts with copies of all of A's lines (``claude --resume``), then one new turn:
+    once A has more replies and calls than the recent structures keep, the copies are still
+    copies (ccusage counts each ``(message.id, requestId)`` once across files)."""
+    _keep_only(monkeypatch, KEPT)
+    project = tmp_path / "projects" / "-tmp-p"
+    turns_a = [line for n in range(replies_a) for line in _turn(SESSION_A, n)]
+    _write_session(project, SESSION_A, turns_a)
+    _write_session(project, SESSION_B, turns_a + _turn(SESSION_B, replies_a))
+    _assert_b_adds_only_its_new_turn(tmp_path, replies_a, set())
+
+
+def test_a_resumed_copy_read_after_many_other_sessions_adds_only_its_new_reply(
+        tmp_path, monkeypatch):
+    """The recent structures are the whole source's: other sessions' replies read between A
+    and its resumed copy B push A's keys out of them, however short A is."""
+    _keep_only(monkeypatch, KEPT)
+    project = tmp_path / "projects" / "-tmp-p"
+    replies_a = 20
+    turns_a = [line for n in range(replies_a) for line in _turn(SESSION_A, n)]
+    _write_session(project, SESSION_A, turns_a)
+    others = {f"cccccccc-0000-0000-0000-{k:012d}" for k in range(8)}
+    for k, session in enumerate(sorted(others)):
+        _write_session(project, session,
+                       [line for n in range(30) for line in _turn(session, n, f"o{k}_")])
+    _write_session(project, SESSION_B, turns_a + _turn(SESSION_B, replies_a))
+    _assert_b_adds_only_its_new_turn(tmp_path, replies_a, others)
+
+
+def test_seen_digests_find_every_digest_across_merges_and_forget_the_oldest_past_the_bound():
+    seen = SeenDigests(max_digests=1 << 20, recent_limit=4)
+    keys = [key_digest(f"msg_{n}", f"req_{n}") for n in range(1000)]
+    for count, digest in enumerate(keys, 1):
+        assert digest not in seen
+        seen.add(digest)
+        seen.add(digest)
+        assert digest in seen
+        assert len(seen) == count
+        if count in (3, 4, 5, 17, 999):              # before and after a run is sealed
+            assert all(kept in seen for kept in keys[:count])
+            assert not any(new in seen for new in keys[count:])
+    assert all(digest in seen for digest in keys)
+    assert key_digest("msg_1", "req_1") == keys[1]           # stable, not salted
+    assert len({key_digest("ab", None), key_digest("a", "b"), key_digest("ab", ""),
+                key_digest("ab"), key_digest("a\udc80", None)}) == 5
+
+    bounded = SeenDigests(max_digests=64, recent_limit=4)
+    for digest in keys:
+        bounded.add(digest)
+        assert len(bounded) <= 64
+    assert len(bounded) >= 16
+    newest = keys[-len(bounded) // 2:]
+    assert all(digest in bounded for digest in newest)
+    assert not any(digest in bounded for digest in keys[:len(keys) - 64])

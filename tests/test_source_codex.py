@@ -35,6 +35,7 @@ from monitor.events import (
     ToolResult,
     UserMessage,
 )
+from monitor.sources import codex
 from monitor.sources.claude_code import is_claude_code_entry
 from monitor.sources.codex import CodexSource, is_codex_entry
 from monitor.sources.jsonl_tree import first_entry
@@ -348,3 +349,28 @@ def test_a_single_rollout_given_on_its_own_is_read_and_recognised():
         events = source.poll()
     assert {e.session_id for e in of(events, ToolCall)} == {OLD}
     assert tokens(events, OLD)["total"] == 64050
+
+
+def test_a_rollout_repeating_more_calls_than_are_kept_calls_only_its_new_one(tmp_path,
+                                                                             monkeypatch):
+    """Call ids are remembered beyond the recent ``CALLS_KEPT``: a rollout repeating another's
+    call items (however many) calls only the ones never read."""
+    monkeypatch.setattr(codex, "CALLS_KEPT", 8)
+    day = tmp_path / "sessions" / "2026" / "12" / "01"
+    day.mkdir(parents=True)
+
+    def rollout(thread: str, calls: int) -> str:
+        lines = [{"timestamp": "2026-12-01T00:00:00.000Z", "type": "session_meta",
+                  "payload": {"id": thread, "cwd": "/tmp/p"}}]
+        lines += [{"timestamp": "2026-12-01T00:00:01.000Z", "type": "response_item",
+                   "payload": {"type": "function_call", "name": "exec_command",
+                               "arguments": json.dumps({"cmd": f"cat f{n}"}),
+                               "call_id": f"call_{n:06d}"}} for n in range(calls)]
+        return "".join(json.dumps(line) + "\n" for line in lines)
+
+    first, second = "11111111-0000-0000-0000-000000000001", "22222222-0000-0000-0000-000000000002"
+    (day / f"rollout-2026-12-01T00-00-00-{first}.jsonl").write_text(rollout(first, 40))
+    (day / f"rollout-2026-12-01T00-00-01-{second}.jsonl").write_text(rollout(second, 41))
+    _, events = read_all(tmp_path / "sessions")
+    assert len(of(events, ToolCall, first)) == 40
+    assert ids(of(events, ToolCall, second)) == ["call_000040"]

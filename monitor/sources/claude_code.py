@@ -19,8 +19,12 @@ Lines become events:
   reply's tokens are counted as ccusage counts them (``claude_usage``); a later line of the
   same reply that ccusage would count instead adds only its extra tokens (an
   ``AssistantMessage`` with ``tool_call_count`` of that line). A ``tool_use`` id already seen
-  (a sidechain replaying its parent's lines) is not called again. ``isApiErrorMessage`` lines
-  are failed replies (``stop_reason "error"``, the API error as ``error_message``).
+  (a sidechain replaying its parent's lines, a resumed session's file starting with copies of
+  the earlier one's) is not called again, nor a ``tool_result`` id answered again, however
+  long ago it was read: the recent ids are kept with their names, every id as a digest
+  (``seen_digests``; a restart keeps only the last ``IDS_CHECKPOINTED``).
+  ``isApiErrorMessage`` lines are failed replies (``stop_reason "error"``, the API error as
+  ``error_message``).
 * ``user``: a ``ToolResult`` per ``tool_result`` block, shaped by ``cli_tools``; a typed
   prompt (not a tool result, not ``isMeta``/``isCompactSummary``, not an interruption
   marker) is a ``UserMessage`` and starts a run.
@@ -56,6 +60,7 @@ from monitor.sources.claude_usage import UsageLedger, counted_usage, usage_key
 from monitor.sources.cli_tools import claude_result, claude_text, openclaw_tool, tool_kind
 from monitor.sources.jsonl_tree import JsonlTreeSource
 from monitor.sources.regular import open_regular_file
+from monitor.sources.seen_digests import SeenDigests, key_digest
 from monitor.sources.transcript import parse_timestamp, sane_cost, sane_count, tool_name
 from monitor.sources.transcript import text_or_none as _text
 
@@ -147,6 +152,8 @@ class ClaudeCodeSource(JsonlTreeSource):
         self._ledger = UsageLedger()
         self._calls: OrderedDict[str, str] = OrderedDict()
         self._results: OrderedDict[str, None] = OrderedDict()
+        self._calls_seen = SeenDigests()
+        self._results_seen = SeenDigests()
         self._announced: set[str] = set()
         super().__init__(projects_dir, agent_id, resume=resume, only_files=only_files)
 
@@ -260,7 +267,7 @@ class ClaudeCodeSource(JsonlTreeSource):
                 continue
             if block.get("type") == "tool_use":
                 call_id = _text(block.get("id")) or f"{origin}#{index}"
-                if call_id in self._calls:
+                if call_id in self._calls or key_digest(call_id) in self._calls_seen:
                     continue
                 name = tool_name(_text(block.get("name")) or "?")
                 self._remember_call(call_id, name)
@@ -324,11 +331,9 @@ class ClaudeCodeSource(JsonlTreeSource):
                      ts: float | None) -> ToolResult | None:
         call_id = _text(block.get("tool_use_id")) or ""
         if call_id:
-            if call_id in self._results:
+            if call_id in self._results or key_digest(call_id) in self._results_seen:
                 return None
-            self._results[call_id] = None
-            while len(self._results) > RESULTS_KEPT:
-                self._results.popitem(last=False)
+            self._remember_result(call_id)
         name = self._calls.get(call_id, "?")
         text = claude_text(block.get("content"))
         is_error = block.get("is_error") is True
@@ -347,8 +352,15 @@ class ClaudeCodeSource(JsonlTreeSource):
 
     def _remember_call(self, call_id: str, name: str) -> None:
         self._calls[call_id] = name
+        self._calls_seen.add(key_digest(call_id))
         while len(self._calls) > CALLS_KEPT:
             self._calls.popitem(last=False)
+
+    def _remember_result(self, call_id: str) -> None:
+        self._results[call_id] = None
+        self._results_seen.add(key_digest(call_id))
+        while len(self._results) > RESULTS_KEPT:
+            self._results.popitem(last=False)
 
     def forget_file(self, path: str) -> None:
         self._files.pop(path, None)
@@ -375,7 +387,7 @@ class ClaudeCodeSource(JsonlTreeSource):
         for call_id in saved.get("results") or [] if isinstance(saved.get("results"),
                                                                  list) else []:
             if isinstance(call_id, str):
-                self._results[call_id] = None
+                self._remember_result(call_id)
         files = saved.get("files")
         if isinstance(files, dict):
             self._saved_files = {path: value for path, value in files.items()

@@ -24,7 +24,12 @@ ephemeral_1h_input_tokens`` when the ``cache_creation`` breakdown is present, el
 
 ``UsageLedger`` keeps the counted usage of the most recent ``MAX_KEYS`` replies and answers,
 for each new line, what to add: all of it for a new reply, the difference when the line
-replaces the one counted (a later, larger line of the same reply), nothing otherwise.
+replaces the one counted (a later, larger line of the same reply), nothing otherwise. Every
+key it has read is also in its ``SeenDigests``: a line of a reply no longer among the recent
+ones (a resumed session's copy of old lines, read after thousands of other replies) adds
+nothing, as ccusage adds nothing for the smaller or equal of two copies (a larger one would
+have added its difference, had the reply still been recent). A restart keeps the last
+``KEYS_CHECKPOINTED`` keys, not the digests.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from monitor.events import Usage
+from monitor.sources.seen_digests import SeenDigests, key_digest
 from monitor.sources.transcript import MAX_COUNT
 
 MAX_KEYS = 4096
@@ -155,6 +161,7 @@ class UsageLedger:
     def __init__(self, max_keys: int = MAX_KEYS) -> None:
         self.max_keys = max_keys
         self._kept: OrderedDict[tuple[str, str | None], LineUsage | None] = OrderedDict()
+        self._seen = SeenDigests()
 
     def offer(self, key: tuple[str, str | None] | None, usage: LineUsage | None
               ) -> tuple[bool, LineUsage | None]:
@@ -163,6 +170,11 @@ class UsageLedger:
         if key is None:
             return True, usage
         first = key not in self._kept
+        if first:
+            digest = key_digest(*key)
+            if digest in self._seen:
+                return False, None
+            self._seen.add(digest)
         kept = self._kept.get(key)
         self._kept[key] = kept
         self._kept.move_to_end(key)
@@ -202,3 +214,4 @@ class UsageLedger:
                     and isinstance(counts[4], bool):
                 usage = LineUsage(*counts)
             self._kept[(row[0], row[1])] = usage
+            self._seen.add(key_digest(row[0], row[1]))

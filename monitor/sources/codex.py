@@ -17,7 +17,9 @@ sets this source's thresholds and budgets), the run a turn's ``turn_id``. Each `
 a ``ToolResult`` shaped by ``cli_tools``; a prompt (``user_message``, or since 0.17x a completed
 ``UserMessage`` item) is a ``UserMessage``; ``error`` and
 ``turn_aborted`` are failed replies (``AssistantMessage`` with ``stop_reason`` ``"error"`` /
-``"aborted"``).
+``"aborted"``). A call id already read (a rollout repeating another's items) is not called
+again, however long ago it was read: the recent ids are kept with their names, every id as a
+digest (``seen_digests``; a restart keeps only the last ``IDS_CHECKPOINTED``).
 
 Tokens: ``token_count`` carries the thread's cumulative ``total_token_usage``, repeated as
 often as Codex likes (the same total again when only the rate limits changed), so a session's
@@ -55,11 +57,13 @@ from monitor.events import (
 from monitor.sources.cli_tools import codex_result, openclaw_tool, parse_arguments, tool_kind
 from monitor.sources.codex_usage import Counts
 from monitor.sources.jsonl_tree import JsonlTreeSource
+from monitor.sources.seen_digests import SeenDigests, key_digest
 from monitor.sources.transcript import parse_timestamp, sane_count, tool_name
 from monitor.sources.transcript import text_or_none as _text
 
 SOURCE = "codex"
 AGENT_ID = "codex"
+#: Tool calls remembered (id -> name) to name their outputs.
 CALLS_KEPT = 8192
 IDS_CHECKPOINTED = 256
 LABEL_CHARS = 512
@@ -145,6 +149,7 @@ class CodexSource(JsonlTreeSource):
         self._rollouts: dict[str, _Rollout] = {}
         self._saved: dict[str, dict] = {}
         self._calls: OrderedDict[str, str] = OrderedDict()
+        self._calls_seen = SeenDigests()
         super().__init__(sessions_dir, agent_id, resume=resume, only_files=only_files)
 
     @classmethod
@@ -276,15 +281,19 @@ class CodexSource(JsonlTreeSource):
             name = tool_name((_text(payload.get("namespace")) or "")
                              + (_text(payload.get("name")) or "?"))
             arguments, given = parse_arguments(payload.get("arguments")), "arguments" in payload
-        if call_id in self._calls:
+        if call_id in self._calls or key_digest(call_id) in self._calls_seen:
             return []
-        self._calls[call_id] = name
-        while len(self._calls) > CALLS_KEPT:
-            self._calls.popitem(last=False)
+        self._remember_call(call_id, name)
         rollout.calls += 1
         shape = openclaw_tool(SOURCE, name) if tool_kind(SOURCE, name) else None
         return [ToolCall(rollout.session_id, call_id, name, arguments, rollout.run_id, ts,
                          origin, given, shape)]
+
+    def _remember_call(self, call_id: str, name: str) -> None:
+        self._calls[call_id] = name
+        self._calls_seen.add(key_digest(call_id))
+        while len(self._calls) > CALLS_KEPT:
+            self._calls.popitem(last=False)
 
     def _event(self, rollout: _Rollout, payload: dict, ts: float | None, origin: str) -> list:
         kind = payload.get("type")
@@ -367,7 +376,7 @@ class CodexSource(JsonlTreeSource):
         calls = saved.get("calls")
         for row in calls if isinstance(calls, list) else []:
             if isinstance(row, list) and len(row) == 2 and all(isinstance(v, str) for v in row):
-                self._calls[row[0]] = row[1]
+                self._remember_call(row[0], row[1])
 
 
 def _digest(text: str) -> str:
