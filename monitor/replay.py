@@ -96,6 +96,7 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
     monitor = Monitor(sources, engine_factory(config), runs_kept=REPLAY_RUNS_KEPT)
     monitor.quiet = True
     units: dict[str, tuple[int, list]] = {}
+    together: list[set[str]] = []
     index_records: dict[str, list] = {}
     for source in transcript_sources:       # their errors here: the index's, the database's
         for event in source.read_index():
@@ -103,9 +104,12 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
                 index_records.setdefault(event.session_id, []).append(
                     [getattr(event, name) for name in INDEX_RECORD_FIELDS])
             monitor.fold([event])
-        for sid, (weight, identity) in source.transcript_units().items():
+        source_units = source.transcript_units()
+        for sid, (weight, identity) in source_units.items():
             seen_weight, seen = units.get(sid, (0, []))
             units[sid] = (seen_weight + weight, [*seen, [source_id(source), identity]])
+        if source.sessions_read_together and source_units:
+            together.append(set(source_units))
     summaries = {source_id(s): s.summary() for s in transcript_sources}
     counted = replay_errors.counted_shared_errors(transcript_sources)
     cache_file = replay_cache.input_path(cache, _input_identity(what)) if cache else None
@@ -124,9 +128,13 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
     cached = replay_cache.load(cache_file) if cache_file and read_cache else {}
     hits = {sid: record for sid, (print_, record) in cached.items()
             if prints.get(sid) == print_}
+    for group in together:              # one of them read again: all of them
+        if any(sid not in hits for sid in group):
+            for sid in group:
+                hits.pop(sid, None)
     weights = {sid: weight for sid, (weight, _) in units.items() if sid not in hits}
-    shards = replay_shards.plan_shards(weights, replay_shards.jobs_for(jobs, weights, config)) \
-        if weights else []
+    shards = replay_shards.plan_shards(
+        weights, replay_shards.jobs_for(jobs, weights, config), together) if weights else []
     results = list(replay_shards.read_shards(what, config, engine_factory, shards))
     shard_errors = replay_errors.new_shared_errors((r.shared_errors for r in results), counted)
     _merge(monitor, results, hits, summaries, shard_errors)

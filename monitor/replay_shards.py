@@ -20,7 +20,7 @@ import multiprocessing
 import os
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -86,21 +86,31 @@ def jobs_for(jobs: int, weights: dict[str, int], config) -> int:
     return max(1, min(jobs, sum(weights.values()) // BYTES_PER_JOB))
 
 
-def plan_shards(weights: dict[str, int], jobs: int) -> list[frozenset[str]]:
+def plan_shards(weights: dict[str, int], jobs: int,
+                together: Iterable[set[str]] = ()) -> list[frozenset[str]]:
     """Sessions per shard, the largest first into the shard furthest below its share. Of
     ``n`` shards, shard ``i`` gets ``n - i`` parts: the jobs take the shards in order, so
     each job ends on a small one, and the jobs end close together even where a shard's
-    time is not in proportion to its bytes."""
+    time is not in proportion to its bytes. The sessions of each set of ``together``
+    (those of a source whose sessions are read together) share a shard."""
     if jobs <= 1:
         return [frozenset(weights)]
+    items: dict[str, list[str]] = {sid: [sid] for sid in weights}
+    for number, group in enumerate(together):
+        members = sorted(sid for sid in group if sid in items)
+        if len(members) > 1:
+            for sid in members:
+                del items[sid]
+            items[f"\0together {number}"] = members
+    size = {name: sum(weights[sid] for sid in members) for name, members in items.items()}
     count = jobs * SHARDS_PER_JOB
     loads = [0] * count
-    members: list[list[str]] = [[] for _ in range(count)]
-    for sid in sorted(weights, key=lambda s: (-weights[s], s)):
+    shards: list[list[str]] = [[] for _ in range(count)]
+    for name in sorted(items, key=lambda n: (-size[n], n)):
         behind = min(range(count), key=lambda i: (loads[i] / (count - i), i))
-        loads[behind] += weights[sid] + 1
-        members[behind].append(sid)
-    return [frozenset(m) for m in members]
+        loads[behind] += size[name] + len(items[name])
+        shards[behind].extend(items[name])
+    return [frozenset(members) for members in shards]
 
 
 def read_shards(what: ReplayInput, config, engine_factory, shards: list

@@ -72,7 +72,8 @@ def test_a_budget_across_sessions_reads_in_one_shard(generated_state_dirs, monke
     shards: list = []
     real_plan = replay_shards.plan_shards
     monkeypatch.setattr(replay_shards, "plan_shards",
-                        lambda weights, jobs: shards.append(jobs) or real_plan(weights, jobs))
+                        lambda weights, jobs, together=(): shards.append(jobs)
+                        or real_plan(weights, jobs, together))
     config = load_config(None, env={"CLAWWATCH_BUDGETS__AGENT_TOKENS": "1000000"})
     what = ReplayInput(state_dir=str(generated_state_dirs / "legacy"))
     replay(what, config, DetectionEngine, 4)
@@ -157,3 +158,44 @@ def test_a_transcript_copied_under_another_name_splits_like_one_process(tmp_path
     assert documents[0] == documents[1]
     calls = {s["session_id"]: s["tool_calls"] for s in json.loads(documents[1])["sessions"]}
     assert calls[SID] == calls["x"] == 3
+
+
+def claude_reply(session_id: str, n: int) -> str:
+    return json.dumps({
+        "type": "assistant", "isSidechain": False, "sessionId": session_id, "version": "2.1.3",
+        "requestId": f"req_{n:06d}", "uuid": f"u{n}", "cwd": "/tmp/p",
+        "timestamp": f"2026-12-01T03:49:{n % 60:02d}.000Z",
+        "message": {"id": f"msg_{n:06d}", "role": "assistant", "model": "m",
+                    "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn",
+                    "usage": {"input_tokens": 1, "output_tokens": 1}}},
+                      separators=(",", ":")) + "\n"        # as Claude Code writes it
+
+
+def test_a_resumed_claude_session_is_read_with_the_one_it_copies(tmp_path, monkeypatch):
+    """Claude Code starts a resumed session's file (B) with copies of the earlier one's (A)
+    replies, which count once: only a reader that read A knows B's copies as copies. A replay
+    reads a Claude Code tree's sessions in one shard, and takes none from the cache unless it
+    takes all: split apart, B counted A's 30 replies again (and its loop findings)."""
+    first, resumed = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
+    project = tmp_path / "claude" / "projects" / "-tmp-p"
+    project.mkdir(parents=True)
+    (project / f"{first}.jsonl").write_text("".join(claude_reply(first, n) for n in range(30)))
+    (project / f"{resumed}.jsonl").write_text("".join(claude_reply(resumed, n)
+                                                      for n in range(31)))
+    state, _ = make_state(tmp_path)             # OpenClaw sessions to shard beside them
+    monkeypatch.setattr(replay_shards, "BYTES_PER_JOB", 1)
+    what = ReplayInput(state_dir=str(state), claude_dirs=(str(project.parent),))
+    documents = [json_dumps(replay(what, Config(), DetectionEngine, jobs)) for jobs in (1, 2)]
+    assert documents[0] == documents[1]
+
+    def inputs(document: str) -> dict[str, int]:
+        return {s["session_id"]: s["tokens"]["input"] for s in json.loads(document)["sessions"]}
+
+    assert inputs(documents[1])[resumed] == 1
+    cache = tmp_path / "cache"
+    replay(what, Config(), DetectionEngine, 2, cache=cache)
+    with (project / f"{resumed}.jsonl").open("a") as grown:
+        grown.write(claude_reply(resumed, 31))
+    cached = json_dumps(replay(what, Config(), DetectionEngine, 2, cache=cache))
+    assert cached == json_dumps(replay(what, Config(), DetectionEngine, 1))
+    assert inputs(cached)[resumed] == 2

@@ -55,6 +55,10 @@ class Source:
     #: False in a replay's shards: errors that are not any one session's (the index, the
     #: database as a whole) are counted once, by the main process (``monitor.replay_errors``).
     count_shared_errors: bool = True
+    #: Whether what one of its sessions gives depends on its other sessions read before it
+    #: (a reply copied into a resumed session's file counts once across files): a replay
+    #: then reads all its sessions in one shard, and takes none from the cache unless all.
+    sessions_read_together: bool = False
     #: When a dict (a replay's sources): each distinct error no session owns that this
     #: source raised, counted or not, by (path, where, message), the first
     #: ``SHARED_ERRORS_KEPT``, so that a replay counts each once however many of its shards

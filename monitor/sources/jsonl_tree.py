@@ -123,6 +123,9 @@ class JsonlTreeSource(Source):
     #: Which CLI wrote the transcripts ("claude-code", "codex"); shown in ``summary()``.
     source_name = ""
     max_depth = 4
+    #: A resumed session's file starts with copies of earlier files' replies and calls,
+    #: known as copies only by a reader that read the originals.
+    sessions_read_together = True
 
     def __init__(self, root: str, agent_id: str, *, resume: dict | None = None,
                  only_files: set[str] | None = None) -> None:
