@@ -610,8 +610,8 @@ def test_seen_digests_find_every_digest_across_merges_and_forget_the_oldest_past
     keys = [key_digest(f"msg_{n}", f"req_{n}") for n in range(1000)]
     for count, digest in enumerate(keys, 1):
         assert digest not in seen
-        seen.add(digest)
-        seen.add(digest)
+        assert seen.add(digest) is True
+        assert seen.add(digest) is False
         assert digest in seen
         assert len(seen) == count
         if count in (3, 4, 5, 17, 999):              # before and after a run is sealed

@@ -267,7 +267,7 @@ class ClaudeCodeSource(JsonlTreeSource):
                 continue
             if block.get("type") == "tool_use":
                 call_id = _text(block.get("id")) or f"{origin}#{index}"
-                if call_id in self._calls or key_digest(call_id) in self._calls_seen:
+                if call_id in self._calls or not self._calls_seen.add(key_digest(call_id)):
                     continue
                 name = tool_name(_text(block.get("name")) or "?")
                 self._remember_call(call_id, name)
@@ -331,7 +331,7 @@ class ClaudeCodeSource(JsonlTreeSource):
                      ts: float | None) -> ToolResult | None:
         call_id = _text(block.get("tool_use_id")) or ""
         if call_id:
-            if call_id in self._results or key_digest(call_id) in self._results_seen:
+            if call_id in self._results or not self._results_seen.add(key_digest(call_id)):
                 return None
             self._remember_result(call_id)
         name = self._calls.get(call_id, "?")
@@ -352,13 +352,11 @@ class ClaudeCodeSource(JsonlTreeSource):
 
     def _remember_call(self, call_id: str, name: str) -> None:
         self._calls[call_id] = name
-        self._calls_seen.add(key_digest(call_id))
         while len(self._calls) > CALLS_KEPT:
             self._calls.popitem(last=False)
 
     def _remember_result(self, call_id: str) -> None:
         self._results[call_id] = None
-        self._results_seen.add(key_digest(call_id))
         while len(self._results) > RESULTS_KEPT:
             self._results.popitem(last=False)
 
@@ -383,10 +381,12 @@ class ClaudeCodeSource(JsonlTreeSource):
         self._ledger.restore(saved.get("usage"))
         for row in saved.get("calls") or [] if isinstance(saved.get("calls"), list) else []:
             if isinstance(row, list) and len(row) == 2 and all(isinstance(v, str) for v in row):
+                self._calls_seen.add(key_digest(row[0]))
                 self._remember_call(row[0], row[1])
         for call_id in saved.get("results") or [] if isinstance(saved.get("results"),
                                                                  list) else []:
             if isinstance(call_id, str):
+                self._results_seen.add(key_digest(call_id))
                 self._remember_result(call_id)
         files = saved.get("files")
         if isinstance(files, dict):

@@ -170,11 +170,8 @@ class UsageLedger:
         if key is None:
             return True, usage
         first = key not in self._kept
-        if first:
-            digest = key_digest(*key)
-            if digest in self._seen:
-                return False, None
-            self._seen.add(digest)
+        if first and not self._seen.add(key_digest(*key)):
+            return False, None
         kept = self._kept.get(key)
         self._kept[key] = kept
         self._kept.move_to_end(key)

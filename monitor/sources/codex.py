@@ -281,7 +281,7 @@ class CodexSource(JsonlTreeSource):
             name = tool_name((_text(payload.get("namespace")) or "")
                              + (_text(payload.get("name")) or "?"))
             arguments, given = parse_arguments(payload.get("arguments")), "arguments" in payload
-        if call_id in self._calls or key_digest(call_id) in self._calls_seen:
+        if call_id in self._calls or not self._calls_seen.add(key_digest(call_id)):
             return []
         self._remember_call(call_id, name)
         rollout.calls += 1
@@ -291,7 +291,6 @@ class CodexSource(JsonlTreeSource):
 
     def _remember_call(self, call_id: str, name: str) -> None:
         self._calls[call_id] = name
-        self._calls_seen.add(key_digest(call_id))
         while len(self._calls) > CALLS_KEPT:
             self._calls.popitem(last=False)
 
@@ -376,6 +375,7 @@ class CodexSource(JsonlTreeSource):
         calls = saved.get("calls")
         for row in calls if isinstance(calls, list) else []:
             if isinstance(row, list) and len(row) == 2 and all(isinstance(v, str) for v in row):
+                self._calls_seen.add(key_digest(row[0]))
                 self._remember_call(row[0], row[1])
 
 

@@ -76,12 +76,14 @@ class SeenDigests:
                 return True
         return False
 
-    def add(self, digest: int) -> None:
+    def add(self, digest: int) -> bool:
+        """Add ``digest``; whether it was not there yet (one search serves both)."""
         if digest in self:
-            return
+            return False
         self._recent.add(digest)
         if len(self._recent) >= self.recent_limit or len(self) > self.max_digests:
             self._seal_recent()
+        return True
 
     def _seal_recent(self) -> None:
         run = array("Q", sorted(self._recent))
