@@ -56,6 +56,28 @@ def clis(tmp_path):
 
 
 @pytest.fixture
+def sigterms(monkeypatch):
+    """Each SIGTERM this process sends, as ``("pid", pid)`` or ``("group", pgid)``; the
+    signals are still sent."""
+    sent: list[tuple[str, int]] = []
+    kill, killpg = os.kill, os.killpg
+
+    def recording_kill(pid, signum):
+        if signum == signal.SIGTERM:
+            sent.append(("pid", pid))
+        kill(pid, signum)
+
+    def recording_killpg(pgid, signum):
+        if signum == signal.SIGTERM:
+            sent.append(("group", pgid))
+        killpg(pgid, signum)
+
+    monkeypatch.setattr(os, "kill", recording_kill)
+    monkeypatch.setattr(os, "killpg", recording_killpg)
+    return sent
+
+
+@pytest.fixture
 def lookalike():
     """An exec-marked shell running ``sleep`` in its own group, outside any gateway tree."""
     proc = subprocess.Popen(["/bin/bash", "--noprofile", "--norc", "-c", "sleep 302; true"],

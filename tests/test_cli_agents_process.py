@@ -378,6 +378,17 @@ def test_kill_ends_the_tool_group_and_nothing_else(clis):
     assert untouched(other)
 
 
+def test_a_tool_group_member_gets_one_sigterm(clis, sigterms):
+    """The group's SIGTERM reaches its members; a second one may run a shell's TERM trap
+    twice."""
+    target = clis.start("claude-code")
+    found = find_cli(target.session)
+    (outcome,) = sig.kill_tools(target.session, found.target, grace=3.0)
+    assert outcome.ok, outcome.detail
+    assert sigterms == [("group", target.tool)]
+    assert not any(alive(pid) for pid in target.tool_members)
+
+
 def test_a_tool_group_that_ends_between_listing_and_kill_is_an_ok_outcome(clis):
     fake = clis.start("claude-code")
     found = find_cli(fake.session)

@@ -51,8 +51,8 @@ from monitor.act.processes import (
     is_alive,
     kill_stragglers,
     same_start,
-    signal_group,
     still_running,
+    terminate_group,
 )
 from monitor.redaction import bounded
 
@@ -220,8 +220,7 @@ def kill_group(cli: psutil.Process, group: ToolGroup, session: CliSession, *,
         return KillOutcome(group.pid, False, f"refused: {exc}")
     members = group_snapshot(group.pid)
     signalled = sorted(proc.pid for proc in members)
-    signal_group(group.pid, members, signal.SIGTERM)
-    alive = kill_stragglers(members, grace=grace, stopping=stopping)  # SIGTERM, SIGKILL
+    alive = terminate_group(group.pid, members, grace=grace, stopping=stopping)
     late = [proc for proc in group_snapshot(group.pid) if proc not in members]
     if late:                                          # forked before the group signal landed
         signalled = sorted({*signalled, *(proc.pid for proc in late)})

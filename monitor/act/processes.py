@@ -338,21 +338,26 @@ def kill_shell(pid: int, create_time: float, gateway: psutil.Process, *,
                        signalled)
 
 
-def signal_group(pgid: int, members: list[psutil.Process], signum: int) -> None:
+def signal_group(pgid: int, members: list[psutil.Process], signum: int) -> bool:
     """Signal the group, but only while one of ``members`` (proven to be in it) still is,
-    so a group id that was freed and reused is never hit."""
+    so a group id that was freed and reused is never hit. Says whether it was signalled."""
     if any(still_running(proc) and _group_of(proc) == pgid for proc in members):
         try:
             os.killpg(pgid, signum)
+            return True
         except (ProcessLookupError, PermissionError):
             pass
+    return False
 
 
 def _signal_all(pgid: int, procs: list[psutil.Process], signum: int) -> None:
-    """``signal_group``, then every one of ``procs`` by itself (a descendant that left the
-    group is signalled too)."""
-    signal_group(pgid, procs, signum)
+    """``signal_group``, then each of ``procs`` outside the group by itself (a descendant
+    that left it). A member is signalled once: a shell sent SIGTERM twice may run its TERM
+    trap twice, forking its cleanup (or its loop's next command) twice."""
+    grouped = signal_group(pgid, procs, signum)
     for proc in procs:
+        if grouped and _group_of(proc) == pgid:
+            continue
         try:
             proc.send_signal(signum)
         except psutil.Error:
@@ -375,14 +380,27 @@ def kill_stragglers(procs: list[psutil.Process], *, grace: float = 3.0,
                     stopping: threading.Event | None = None) -> list[int]:
     """SIGTERM, then SIGKILL, processes already proven to belong to a killed exec group
     (``group_snapshot``); returns the pids still alive afterwards."""
-    alive = [proc for proc in procs if still_running(proc) and _same_user(proc)
-             and proc.pid not in (0, 1, os.getpid())]
+    alive = _signallable(procs)
     for proc in alive:
         try:
             proc.send_signal(signal.SIGTERM)
         except psutil.Error:
             continue
     return finish_off(alive, grace=grace, stopping=stopping)
+
+
+def terminate_group(pgid: int, procs: list[psutil.Process], *, grace: float = 3.0,
+                    stopping: threading.Event | None = None) -> list[int]:
+    """``kill_stragglers`` for a group's snapshot (``group_snapshot``) whose group is
+    still whole: one SIGTERM to the group and each of ``procs`` outside it."""
+    alive = _signallable(procs)
+    _signal_all(pgid, alive, signal.SIGTERM)
+    return finish_off(alive, grace=grace, stopping=stopping)
+
+
+def _signallable(procs: list[psutil.Process]) -> list[psutil.Process]:
+    return [proc for proc in procs if still_running(proc) and _same_user(proc)
+            and proc.pid not in (0, 1, os.getpid())]
 
 
 def finish_off(procs: list[psutil.Process], *, grace: float = 3.0,
