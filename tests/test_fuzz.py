@@ -12,9 +12,11 @@ written as JSON to ``$CLAWWATCH_FUZZ_REPORT`` when set).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
+import shutil
 import sqlite3
 import struct
 import tempfile
@@ -75,11 +77,21 @@ def report_counts(request):
             reporter.write_line("\n".join(lines))
 
 
-WORKDIR = Path(tempfile.mkdtemp(prefix="clawwatch-fuzz-"))
+@functools.cache
+def workdir() -> Path:
+    """The dir of this module's inputs, made once the first is (``remove_workdir``)."""
+    return Path(tempfile.mkdtemp(prefix="clawwatch-fuzz-"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def remove_workdir():
+    yield
+    if workdir.cache_info().currsize:
+        shutil.rmtree(workdir(), ignore_errors=True)
 
 
 def fresh_dir() -> Path:
-    path = WORKDIR / uuid.uuid4().hex
+    path = workdir() / uuid.uuid4().hex
     path.mkdir()
     return path
 
