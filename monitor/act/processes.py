@@ -356,7 +356,7 @@ def _signal_all(pgid: int, procs: list[psutil.Process], signum: int) -> None:
     trap twice, forking its cleanup (or its loop's next command) twice."""
     grouped = signal_group(pgid, procs, signum)
     for proc in procs:
-        if grouped and _group_of(proc) == pgid:
+        if grouped and _group_of(proc) in (pgid, None):     # None: gone since
             continue
         try:
             proc.send_signal(signum)
