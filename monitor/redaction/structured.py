@@ -16,7 +16,7 @@ from typing import Any
 
 from monitor.redaction.clipping import OUTPUT_TEXT_CHARS, bounded_output, shown_start
 from monitor.redaction.rules import REDACTED, compiled_rules
-from monitor.redaction.text import may_hold_secret, redact_text
+from monitor.redaction.text import redact_text
 
 #: Fields of clawwatch's own documents whose name looks secret but whose value never is.
 _PLAIN_FIELDS = frozenset({("tokens_from", "index"), ("tokens_from", "transcript")})
@@ -87,19 +87,25 @@ def redact_record(record: Any) -> Any:
     A text longer than ``OUTPUT_TEXT_CHARS`` is kept as its redacted start and a digest
     (``bounded_output``). Returns ``record`` itself when nothing changed.
 
-    Most records hold nothing secret: their texts are gathered and looked at once, joined,
-    and only a record that may hold a secret is walked again to mask it."""
+    Most records hold nothing secret: their texts are gathered and redacted once, joined
+    by newlines, and only a record whose joined texts change is walked again to mask each.
+    No rule matches across a newline where it would not match at a text's start or end
+    (``^`` only beside whitespace, values stop at it), so a text that would change
+    changes the joined texts; a word that merely holds a marker (``work-`` for ``rk-``)
+    costs one search, not a walk."""
     texts: list[str] = []
-    if _gather_texts(record, texts) or may_hold_secret("\x00".join(texts)):
+    if _gather_texts(record, texts):
         return _redacted_record(record)
-    return record
+    joined = "\n".join(texts)
+    return _redacted_record(record) if redact_text(joined) != joined else record
 
 
 def _gather_texts(value: Any, texts: list[str]) -> bool:
     """Append every string value in ``value`` (at any depth), and every name of a
-    name → count map, to ``texts``; True when a string is masked whole whatever it says
-    (under a secret-named key, or after a secret flag in a list), so the record must be
-    walked."""
+    name → count map, to ``texts``; True when the record must be walked: a string is masked
+    whole whatever it says (under a secret-named key, or after a secret flag in a list), or
+    a list holds dicts (a replay document's sessions), each a record the walk looks at by
+    itself, rather than all of them joined."""
     if isinstance(value, str):
         if len(value) > OUTPUT_TEXT_CHARS:
             return True
@@ -124,8 +130,8 @@ def _gather_texts(value: Any, texts: list[str]) -> bool:
                 if (len(item) < 64 and flag.match(item)) or len(item) > OUTPUT_TEXT_CHARS:
                     return True
                 texts.append(item)
-            elif _gather_texts(item, texts):
-                return True
+            elif isinstance(item, dict) or _gather_texts(item, texts):
+                return True         # the walk looks at each dict in a list by itself
     return False
 
 

@@ -76,12 +76,3 @@ def _folded(text: str) -> str:
     if not folded.isascii():  # the two letters ``(?i)i`` matches that casefold elsewhere
         folded = folded.replace("\u0131", "i").replace("\u0307", "")
     return folded
-
-
-def may_hold_secret(text: str) -> bool:
-    """Whether ``redact_text`` could change ``text``: it holds a registered secret or a
-    rule's marker. Never False for a text it would change, so a False skips it."""
-    if any(secret in text for secret in _known):
-        return True
-    folded = _folded(text)
-    return any(marker in folded for marker in (compiled or compiled_rules())["_SCAN"])
