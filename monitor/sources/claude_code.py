@@ -22,7 +22,7 @@ Lines become events:
   (a sidechain replaying its parent's lines, a resumed session's file starting with copies of
   the earlier one's) is not called again, nor a ``tool_result`` id answered again, however
   long ago it was read: the recent ids are kept with their names, every id as a digest
-  (``seen_digests``; a restart keeps only the last ``IDS_CHECKPOINTED``).
+  (``seen_digests``; a checkpoint keeps the newest digests and the last ``IDS_CHECKPOINTED`` names).
   ``isApiErrorMessage`` lines are failed replies (``stop_reason "error"``, the API error as
   ``error_message``).
 * ``user``: a ``ToolResult`` per ``tool_result`` block, shaped by ``cli_tools``; a typed
@@ -60,7 +60,7 @@ from monitor.sources.claude_usage import UsageLedger, counted_usage, usage_key
 from monitor.sources.cli_tools import claude_result, claude_text, openclaw_tool, tool_kind
 from monitor.sources.jsonl_tree import JsonlTreeSource
 from monitor.sources.regular import open_regular_file
-from monitor.sources.seen_digests import SeenDigests, key_digest
+from monitor.sources.seen_digests import SeenDigests, digests_state, key_digest, restore_digests
 from monitor.sources.transcript import parse_timestamp, sane_cost, sane_count, tool_name
 from monitor.sources.transcript import text_or_none as _text
 
@@ -375,9 +375,16 @@ class ClaudeCodeSource(JsonlTreeSource):
         return {"usage": self._ledger.state(),
                 "calls": list(self._calls.items())[-IDS_CHECKPOINTED:],
                 "results": list(self._results)[-IDS_CHECKPOINTED:],
+                "seen": digests_state(self._seen_sets()),
                 "files": files}
 
+    def _seen_sets(self) -> dict[str, SeenDigests]:
+        """The digests of every key read, by the name a checkpoint saves them under."""
+        return {"replies": self._ledger.seen, "calls": self._calls_seen,
+                "results": self._results_seen}
+
     def restore_parse_state(self, saved: dict) -> None:
+        restore_digests(self._seen_sets(), saved.get("seen"))
         self._ledger.restore(saved.get("usage"))
         for row in saved.get("calls") or [] if isinstance(saved.get("calls"), list) else []:
             if isinstance(row, list) and len(row) == 2 and all(isinstance(v, str) for v in row):

@@ -29,7 +29,8 @@ key it has read is also in its ``SeenDigests``: a line of a reply no longer amon
 ones (a resumed session's copy of old lines, read after thousands of other replies) adds
 nothing, as ccusage adds nothing for the smaller or equal of two copies (a larger one would
 have added its difference, had the reply still been recent). A restart keeps the last
-``KEYS_CHECKPOINTED`` keys, not the digests.
+``KEYS_CHECKPOINTED`` keys with their usage, and the source checkpoints the newest digests of
+``seen`` (``seen_digests``).
 """
 
 from __future__ import annotations
@@ -161,7 +162,8 @@ class UsageLedger:
     def __init__(self, max_keys: int = MAX_KEYS) -> None:
         self.max_keys = max_keys
         self._kept: OrderedDict[tuple[str, str | None], LineUsage | None] = OrderedDict()
-        self._seen = SeenDigests()
+        #: Every key offered, as digests.
+        self.seen = SeenDigests()
 
     def offer(self, key: tuple[str, str | None] | None, usage: LineUsage | None
               ) -> tuple[bool, LineUsage | None]:
@@ -170,7 +172,7 @@ class UsageLedger:
         if key is None:
             return True, usage
         first = key not in self._kept
-        if first and not self._seen.add(key_digest(*key)):
+        if first and not self.seen.add(key_digest(*key)):
             return False, None
         kept = self._kept.get(key)
         self._kept[key] = kept
@@ -211,4 +213,4 @@ class UsageLedger:
                     and isinstance(counts[4], bool):
                 usage = LineUsage(*counts)
             self._kept[(row[0], row[1])] = usage
-            self._seen.add(key_digest(row[0], row[1]))
+            self.seen.add(key_digest(row[0], row[1]))

@@ -19,7 +19,8 @@ a ``ToolResult`` shaped by ``cli_tools``; a prompt (``user_message``, or since 0
 ``turn_aborted`` are failed replies (``AssistantMessage`` with ``stop_reason`` ``"error"`` /
 ``"aborted"``). A call id already read (a rollout repeating another's items) is not called
 again, however long ago it was read: the recent ids are kept with their names, every id as a
-digest (``seen_digests``; a restart keeps only the last ``IDS_CHECKPOINTED``).
+digest (``seen_digests``; a checkpoint keeps the last ``IDS_CHECKPOINTED`` ids with their
+names, and the newest digests).
 
 Tokens: ``token_count`` carries the thread's cumulative ``total_token_usage``, repeated as
 often as Codex likes (the same total again when only the rate limits changed), so a session's
@@ -57,7 +58,7 @@ from monitor.events import (
 from monitor.sources.cli_tools import codex_result, openclaw_tool, parse_arguments, tool_kind
 from monitor.sources.codex_usage import Counts
 from monitor.sources.jsonl_tree import JsonlTreeSource
-from monitor.sources.seen_digests import SeenDigests, key_digest
+from monitor.sources.seen_digests import SeenDigests, digests_state, key_digest, restore_digests
 from monitor.sources.transcript import parse_timestamp, sane_count, tool_name
 from monitor.sources.transcript import text_or_none as _text
 
@@ -365,9 +366,11 @@ class CodexSource(JsonlTreeSource):
     def parse_state(self) -> dict:
         files = dict(self._saved)
         files.update({path: rollout.state() for path, rollout in self._rollouts.items()})
-        return {"files": files, "calls": list(self._calls.items())[-IDS_CHECKPOINTED:]}
+        return {"files": files, "calls": list(self._calls.items())[-IDS_CHECKPOINTED:],
+                "seen": digests_state({"calls": self._calls_seen})}
 
     def restore_parse_state(self, saved: dict) -> None:
+        restore_digests({"calls": self._calls_seen}, saved.get("seen"))
         files = saved.get("files")
         if isinstance(files, dict):
             self._saved = {path: value for path, value in files.items()
