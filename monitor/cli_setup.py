@@ -13,6 +13,7 @@ from monitor.discovery import (
     DiscoveryError,
     claude_projects_dir,
     codex_sessions_dir,
+    configured_log_note,
     discover,
     no_openclaw_note,
     parse_sources,
@@ -90,6 +91,7 @@ def require_inputs(args, found) -> None:
         raise SetupError(str(exc)) from None
     if "openclaw" in chosen_sources(args):
         note(no_openclaw_note(found))
+        note(configured_log_note(found, live=True))
     note(missing_log_note(args, chosen_sources(args)))
 
 

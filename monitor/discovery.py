@@ -11,8 +11,9 @@ import os
 from dataclasses import dataclass, field
 
 from monitor import untrusted_json
-from monitor.redaction import register_known_secret, register_url_secrets
+from monitor.redaction import clip_redacted, register_known_secret, register_url_secrets
 from monitor.sources.regular import open_regular_file
+from monitor.sources.transcript_names import nameable
 
 
 class DiscoveryError(Exception):
@@ -33,6 +34,12 @@ class Discovered:
     #: Claude Code projects dirs and Codex sessions dirs to watch (issue 14).
     claude_dirs: list[str] = field(default_factory=list)
     codex_dirs: list[str] = field(default_factory=list)
+    #: ``"logging.file in <openclaw.json>"`` when ``log_path`` is that setting's (or would
+    #: be, but it names no file: ``log_problem`` says why).
+    log_setting: str | None = None
+    log_problem: str | None = None
+    #: The setting was a relative path: the gateway opens it from its own working directory.
+    log_relative: bool = False
 
     @property
     def has_openclaw(self) -> bool:
@@ -143,6 +150,67 @@ def read_openclaw_config(state_dir: str | None, env, tried: list[str]
     return path, data if isinstance(data, dict) else {}
 
 
+def openclaw_home(env) -> str:
+    """The home OpenClaw expands a leading ``~`` with: ``$OPENCLAW_HOME`` (itself ``~``-
+    expanded), else ``$HOME``; a value that is blank, ``undefined`` or ``null`` is unset."""
+    def setting(name: str) -> str | None:
+        value = (env.get(name) or "").strip()
+        return value if value not in ("", "undefined", "null") else None
+
+    os_home = setting("HOME") or os.path.expanduser("~")
+    explicit = setting("OPENCLAW_HOME")
+    if explicit is None:
+        return os_home
+    return _expand_home_prefix(explicit, os_home)
+
+
+def _expand_home_prefix(path: str, home: str) -> str:
+    """``path`` with a leading ``~`` or ``~/`` replaced by ``home``; ``~user`` is left as is,
+    as OpenClaw leaves it."""
+    if path == "~" or path.startswith("~/"):
+        return home + path[1:]
+    return path
+
+
+def configured_log_path(value: str, env) -> tuple[str | None, str | None]:
+    """``logging.file`` as the gateway resolves it, as ``(path, None)``, or ``(None, why it
+    names no file)``. OpenClaw expands a leading ``~`` with its home (``openclaw_home``) and
+    opens a relative path from the gateway's working directory, which clawwatch cannot know:
+    it takes its own. An empty value, a NUL or a lone surrogate names no file."""
+    if not value:
+        return None, "is empty: it names no file"
+    if not nameable(value):
+        return None, (f"{shown_setting(value)} holds a NUL or a lone surrogate: no file can "
+                      "have this name")
+    return os.path.abspath(_expand_home_prefix(value, openclaw_home(env))), None
+
+
+def shown_setting(value: str) -> str:
+    """A setting's text as a message may quote it: secrets masked, at most 200 characters."""
+    return repr(clip_redacted(value, 200))
+
+
+def configured_log_note(found: Discovered, *, live: bool) -> str | None:
+    """What to say of a gateway log ``logging.file`` names that cannot be read: one that
+    names no file at all is an error; one that is not there is said too, as a live command
+    waits for it (the gateway may not have written yet) and ``replay`` goes without it.
+    None when there is nothing to say."""
+    if found.log_setting is None:
+        return None
+    if found.log_problem:
+        return (f"clawwatch: error: {found.log_setting} {found.log_problem}; no gateway log "
+                "is read (fix the setting, or give --log FILE)")
+    if found.log_path is None or os.path.exists(found.log_path):
+        return None
+    where = (" (a relative logging.file is opened from the gateway's working directory; "
+             "clawwatch looked from its own)") if found.log_relative else ""
+    named = f"clawwatch: {found.log_setting} names {clip_redacted(found.log_path, 400)}"
+    if live:
+        return (f"{named}, which is not there yet{where}; it is read once it appears (or "
+                "give --log FILE)")
+    return f"{named}, which is not there{where}; no gateway log is read (give --log FILE)"
+
+
 def no_openclaw_note(found: Discovered, verb: str = "watching") -> str | None:
     """"clawwatch: no OpenClaw found; watching Claude Code (DIR)" when only Claude Code or
     Codex is there to watch, else None."""
@@ -220,12 +288,17 @@ def discover(*, state_dir: str | None = None, profile: str | None = None,
     gateway_config = config.get("gateway") if isinstance(config.get("gateway"), dict) else {}
     logging_config = config.get("logging") if isinstance(config.get("logging"), dict) else {}
     log_dirs = default_log_dirs(env)
+    log_setting = log_problem = None
+    log_relative = False
+    configured_log = logging_config.get("file")
     if log:
         log_path: str | None = os.path.abspath(os.path.expanduser(log))
         tried.append(f"--log {log}")
-    elif isinstance(logging_config.get("file"), str):
-        log_path = logging_config["file"]
-        tried.append(f"logging.file {log_path}")
+    elif isinstance(configured_log, str):
+        log_setting = f"logging.file in {config_path}"
+        log_path, log_problem = configured_log_path(configured_log, env)
+        log_relative = not os.path.isabs(_expand_home_prefix(configured_log, "/"))
+        tried.append(f"logging.file {log_path or shown_setting(configured_log)}")
     else:
         log_path = newest_log_in(log_dirs)
         tried.extend(os.path.join(d, "openclaw-*.log") for d in log_dirs)
@@ -239,7 +312,8 @@ def discover(*, state_dir: str | None = None, profile: str | None = None,
     register_known_secret(token)  # masked in everything clawwatch outputs
     register_url_secrets(url)
     return Discovered(resolved_state, config_path, config, log_path, log_dirs, url, token, tried,
-                      rolling, claude, codex)
+                      rolling, claude, codex, log_setting=log_setting,
+                      log_problem=log_problem, log_relative=log_relative)
 
 
 def require_something(found: Discovered) -> None:

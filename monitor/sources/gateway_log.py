@@ -74,7 +74,7 @@ def rotated_siblings(path: str) -> list[str]:
     found = []
     try:
         names = os.listdir(directory)
-    except OSError:
+    except (OSError, ValueError):       # ValueError: a NUL or a lone surrogate in the name
         return []
     for name in names:
         if name.startswith(stem + ".") and name.endswith(ext):

@@ -64,6 +64,9 @@ DEFAULT_MAX_LINE_BYTES = 32 << 20
 ROTATED_GRACE_SECONDS = 2.0
 #: How long a last line without a newline must stand still before it is read as it is.
 PARTIAL_LINE_GRACE_SECONDS = 2.0
+#: What a follower says of a path holding a NUL or a lone surrogate, which every ``os`` call
+#: refuses with a ``ValueError`` (a name from a config file can hold either).
+UNNAMEABLE = "no file can have this name (it holds a NUL or a lone surrogate); not read"
 
 
 class FileFollower(FileIdentity, LineReading, IdleFollowing):
@@ -236,6 +239,10 @@ class FileFollower(FileIdentity, LineReading, IdleFollowing):
             self._note(f"cannot stat: {exc.strerror or exc}", error=True)
             if self._current is not None and not draining:
                 self._read_available(self._current, lines)
+            return
+        except ValueError:
+            self._last_view = ("error", None)
+            self._note(UNNAMEABLE, error=True)
             return
         self._last_view = view_of(st)
         current = self._current

@@ -40,13 +40,15 @@ def view_of(st: os.stat_result) -> tuple:
 
 def path_view(path: str) -> object:
     """What a poll records of a path's ``stat``: its ``view_of``, None when it is missing,
-    the errno when it cannot be stat'ed."""
+    the errno when it cannot be stat'ed (None for a name no file can have)."""
     try:
         return view_of(os.stat(path))
     except FileNotFoundError:
         return None
     except OSError as exc:
         return ("error", exc.errno)
+    except ValueError:
+        return ("error", None)
 
 
 class FileIdentity:

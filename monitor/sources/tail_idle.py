@@ -88,7 +88,7 @@ class IdleFollowing:
     def _unchanged_since_suspend(self) -> bool:
         try:
             st = os.stat(self.path)
-        except OSError:
+        except (OSError, ValueError):
             return False
         return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == self._suspended_as
 

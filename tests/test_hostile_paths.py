@@ -1,0 +1,122 @@
+"""Paths clawwatch takes from OpenClaw's files and its own config are hostile too.
+
+A ``logging.file`` in openclaw.json, an ``actions.audit_log`` in config.yaml, the state
+dir's ``agents`` entry: any of them can hold a NUL, a lone surrogate (JSON's ``"\\ud800"``),
+name nothing, or name something that is not what it should be. Each is said, as an error
+naming the setting or the path, and everything else is read as usual: never a traceback,
+never silence. The command-line cases run ``python -m monitor`` as a child process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from small_state import make_state
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def child_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+    env.update(HOME=str(home), TMPDIR=str(home), XDG_STATE_HOME=str(home / "xdg-state"),
+               XDG_CONFIG_HOME=str(home / "xdg-config"), PYTHONUNBUFFERED="1")
+    env.update(extra)
+    return env
+
+
+def clawwatch(*args: str, home: Path, cwd: Path = REPO, timeout: float = 60, **env: str
+              ) -> subprocess.CompletedProcess:
+    """``python -m monitor ARGS`` run to its end, with this checkout's ``monitor``."""
+    return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=str(cwd),
+                          env=child_env(home, PYTHONPATH=str(REPO), **env))
+
+
+def set_logging_file(state: Path, value: str) -> None:
+    """openclaw.json with ``logging.file`` set to ``value`` (written as ASCII JSON, so a NUL
+    or a lone surrogate is its ``\\u`` escape, as OpenClaw would write it)."""
+    (state / "openclaw.json").write_text(json.dumps({"logging": {"file": value}}))
+
+
+def replay_document(state: Path, home: Path, **env: str) -> tuple[dict, str]:
+    result = clawwatch("replay", "--json", "--jobs", "1", "--no-cache", "--state-dir",
+                       str(state), home=home, **env)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    return json.loads(result.stdout), result.stderr
+
+
+def gateway_logs(document: dict) -> list[str]:
+    return [source["path"] for source in document["sources"] if source["kind"] == "gateway-log"]
+
+
+# ------------------------------------------------------------------------- logging.file
+
+
+@pytest.mark.parametrize("name", ["/tmp/gw\x00.log", "/tmp/gw\ud800.log"],
+                         ids=["nul", "lone-surrogate"])
+def test_a_logging_file_no_file_can_have_is_an_error_and_the_rest_is_read(tmp_path, name):
+    state, _ = make_state(tmp_path)
+    set_logging_file(state, name)
+    watch = clawwatch("watch", "--headless", "--seconds", "1", "--no-checkpoint",
+                      "--state-dir", str(state), home=tmp_path)
+    assert watch.returncode == 0, watch.stderr
+    assert "Traceback" not in watch.stderr
+    document, stderr = replay_document(state, tmp_path)
+    for said in (watch.stderr, stderr):
+        assert f"clawwatch: error: logging.file in {state / 'openclaw.json'}" in said
+        assert "no file can have this name" in said
+    assert document["sessions"] and gateway_logs(document) == []
+
+
+@pytest.mark.parametrize("home_variable", ["HOME", "OPENCLAW_HOME"])
+def test_a_logging_file_under_tilde_is_read_from_openclaws_home(tmp_path, home_variable):
+    state, log = make_state(tmp_path)
+    home = tmp_path / "home"
+    (home / "logs").mkdir(parents=True)
+    log.rename(home / "logs" / "gw.log")
+    set_logging_file(state, "~/logs/gw.log")
+    document, stderr = replay_document(state, tmp_path, **{home_variable: str(home)})
+    assert gateway_logs(document) == [str(home / "logs" / "gw.log")]
+    assert "logging.file" not in stderr
+
+
+@pytest.mark.parametrize("value, said", [
+    ("logs/gw.log", "opened from the gateway's working directory"),
+    ("~/nowhere/gw.log", "which is not there"),
+    ("", "is empty: it names no file"),
+])
+def test_a_logging_file_that_names_nothing_there_is_said(tmp_path, value, said):
+    state, _ = make_state(tmp_path)
+    set_logging_file(state, value)
+    document, stderr = replay_document(state, tmp_path)
+    assert said in stderr and "no gateway log is read" in stderr
+    assert document["sessions"] and gateway_logs(document) == []
+    watch = clawwatch("watch", "--headless", "--seconds", "1", "--no-checkpoint",
+                      "--state-dir", str(state), home=tmp_path)
+    assert watch.returncode == 0 and said in watch.stderr, watch.stderr
+    if value:
+        assert "it is read once it appears" in watch.stderr
+
+
+def test_a_relative_logging_file_is_read_from_the_working_directory(tmp_path):
+    state, log = make_state(tmp_path)
+    set_logging_file(state, log.name)
+    result = clawwatch("replay", "--json", "--jobs", "1", "--no-cache", "--state-dir",
+                       str(state), home=tmp_path, cwd=log.parent)
+    assert result.returncode == 0, result.stderr
+    assert gateway_logs(json.loads(result.stdout)) == [str(log)]
+
+
+def test_a_follower_of_a_name_no_file_can_have_says_so_once(tmp_path):
+    from monitor.sources.gateway_log import GatewayLogSource
+
+    source = GatewayLogSource(str(tmp_path / "gw\x00.log"), include_rotated=True)
+    first, second = source.poll(), source.poll()
+    assert [record.message for record in first] == [
+        "no file can have this name (it holds a NUL or a lone surrogate); not read"]
+    assert second == [] and not source.follower.changed()
