@@ -120,3 +120,35 @@ def test_a_follower_of_a_name_no_file_can_have_says_so_once(tmp_path):
     assert [record.message for record in first] == [
         "no file can have this name (it holds a NUL or a lone surrogate); not read"]
     assert second == [] and not source.follower.changed()
+
+
+# ------------------------------------------------------------------------ actions.audit_log
+
+
+def test_config_check_refuses_an_audit_log_holding_a_nul(tmp_path):
+    """YAML's ``"\\0"`` is a NUL (a lone surrogate, ``"\\ud800"``, YAML refuses itself)."""
+    config = tmp_path / "config.yaml"
+    config.write_text(f'actions:\n  mode: dry-run\n  audit_log: "{tmp_path}/audit\\0.jsonl"\n'
+                      'agents:\n  ops:\n    actions:\n      audit_log: "a\\0b"\n')
+    result = clawwatch("config", "check", str(config), home=tmp_path)
+    said = result.stdout + result.stderr
+    assert result.returncode == 2 and "Traceback" not in said, said
+    for key in ("actions.audit_log", "agents.ops.actions.audit_log"):
+        assert f"{config}:{key}: no file can have this name" in said
+    state, _ = make_state(tmp_path)
+    watch = clawwatch("watch", "--headless", "--seconds", "1", "--act", "dry-run", "--config",
+                      str(config), "--state-dir", str(state), home=tmp_path)
+    assert watch.returncode == 2 and "Traceback" not in watch.stderr, watch.stderr
+    assert f"{config}:actions.audit_log: no file can have this name" in watch.stderr
+
+
+@pytest.mark.parametrize("path", ["/tmp/audit\x00.jsonl", "~a\x00b/audit.jsonl",
+                                  "/tmp/audit\ud800.jsonl"])
+def test_an_audit_log_no_file_can_have_is_an_error_not_a_crash(path):
+    from monitor.act.audit import AuditLog
+
+    audit = AuditLog(path)
+    assert audit.append({"event": "attempt", "key": "agent:main:x"}) is False
+    assert "no file can have this name" in audit.last_error
+    assert audit.read() == []
+

@@ -38,7 +38,11 @@ class AuditLog:
     """Appends entries; a failure to write is kept in ``last_error`` (never raised)."""
 
     def __init__(self, path: str | None = None, *, env=None) -> None:
-        self.path = os.path.abspath(os.path.expanduser(path or default_audit_path(env)))
+        path = path or default_audit_path(env)
+        try:
+            self.path = os.path.abspath(os.path.expanduser(path))
+        except ValueError:      # ``~user`` naming a user with a NUL: no file has this name
+            self.path = path
         self.last_error: str | None = None
         self._lock = threading.Lock()
 
@@ -59,6 +63,10 @@ class AuditLog:
             except OSError as exc:
                 self.last_error = f"audit log {self.path}: {exc.strerror or exc}"
                 return False
+            except ValueError:  # a NUL or a lone surrogate: every os call refuses the name
+                self.last_error = (f"audit log {self.path!r}: no file can have this name (it "
+                                   "holds a NUL or a lone surrogate)")
+                return False
         if written < len(data):
             self.last_error = (f"audit log {self.path}: only {written} of {len(data)} bytes "
                                "of an entry written (is the disk full?)")
@@ -70,7 +78,7 @@ class AuditLog:
         try:
             with open_regular_file(self.path, "r", encoding="utf-8", errors="replace") as handle:
                 lines = handle.readlines()
-        except OSError:
+        except (OSError, ValueError):       # ValueError: a name no file can have
             return []
         entries = []
         for line in lines[-limit:] if limit else lines:

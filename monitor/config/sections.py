@@ -197,6 +197,17 @@ class BudgetsConfig:
 ActionKind = Literal["alert", "stop", "kill"]
 
 
+def _check_file_name(value: str) -> str | None:
+    """A path a file can have: a NUL or a lone surrogate (YAML's ``"\\0"``, ``"\\ud800"``)
+    is refused by every system call, so a file there could never be written."""
+    from monitor.sources.transcript_names import nameable
+
+    if nameable(value):
+        return None
+    return ("no file can have this name (it holds a NUL or a lone surrogate); give a path, "
+            "or leave it out for the default")
+
+
 @dataclass(frozen=True)
 class ActionsConfig:
     mode: Literal["off", "dry-run", "auto"] = "off"
@@ -205,7 +216,7 @@ class ActionsConfig:
     # monitor.detect.findings.LOOP_DETECTORS, BUDGET_DETECTORS).
     on_loop_critical: ActionKind | None = None
     on_budget_critical: ActionKind | None = None
-    audit_log: str | None = None
+    audit_log: str | None = field(default=None, metadata={"check": _check_file_name})
     triggers: dict[str, ActionKind] = field(default_factory=dict,
                                             metadata={"check_key": _check_trigger})
     stop_method: Literal["abort", "stop-text", "cli"] = "abort"
