@@ -16,7 +16,7 @@ from monitor.cli_setup import (
     note,
     source_set,
 )
-from monitor.discovery import configured_log_note, no_openclaw_note
+from monitor.discovery import discovery_notes, no_openclaw_note
 from monitor.display import json_dumps, printable
 from monitor.named_inputs import unreadable_named_input
 from monitor.redaction import redact_record
@@ -49,7 +49,8 @@ def cmd_replay(args) -> int:
                 note(no_openclaw_note(found, "reading"))
             state_dir = None        # the log, Claude Code or Codex alone
     if found is not None and not stream:
-        note(configured_log_note(found, live=False))
+        for line in discovery_notes(found, live=False):
+            note(line)
     log_path = None if stream else args.log or (
         found.log_path if found and found.log_path and os.path.exists(found.log_path) else None)
     config = checked_config(args.config)

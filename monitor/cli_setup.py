@@ -13,8 +13,8 @@ from monitor.discovery import (
     DiscoveryError,
     claude_projects_dir,
     codex_sessions_dir,
-    configured_log_note,
     discover,
+    discovery_notes,
     no_openclaw_note,
     parse_sources,
     require_something,
@@ -91,7 +91,8 @@ def require_inputs(args, found) -> None:
         raise SetupError(str(exc)) from None
     if "openclaw" in chosen_sources(args):
         note(no_openclaw_note(found))
-        note(configured_log_note(found, live=True))
+        for line in discovery_notes(found, live=True):
+            note(line)
     note(missing_log_note(args, chosen_sources(args)))
 
 

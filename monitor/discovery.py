@@ -12,8 +12,12 @@ from dataclasses import dataclass, field
 
 from monitor import untrusted_json
 from monitor.redaction import clip_redacted, register_known_secret, register_url_secrets
-from monitor.sources.regular import open_regular_file
+from monitor.sources.regular import read_bounded
 from monitor.sources.transcript_names import nameable
+
+#: The largest openclaw.json read: OpenClaw's holds a few kB; past this it is refused, not
+#: read into memory whole (every command reads it).
+MAX_OPENCLAW_CONFIG_BYTES = 16 << 20
 
 
 class DiscoveryError(Exception):
@@ -40,6 +44,8 @@ class Discovered:
     log_problem: str | None = None
     #: The setting was a relative path: the gateway opens it from its own working directory.
     log_relative: bool = False
+    #: Why openclaw.json (``openclaw_config_path``) could not be read, when it is there.
+    config_problem: str | None = None
 
     @property
     def has_openclaw(self) -> bool:
@@ -136,18 +142,29 @@ def codex_dirs(env, tried: list[str]) -> list[str]:
 
 
 def read_openclaw_config(state_dir: str | None, env, tried: list[str]
-                         ) -> tuple[str | None, dict]:
+                         ) -> tuple[str | None, dict, str | None]:
+    """``(path, settings, why they could not be read)`` of openclaw.json
+    (``$OPENCLAW_CONFIG_PATH``, else in the state dir): only a regular file of at most
+    ``MAX_OPENCLAW_CONFIG_BYTES`` (never a FIFO, nor a sparse gigabyte held in memory) that
+    holds a JSON object is used; one that is not there is no problem."""
     path = env.get("OPENCLAW_CONFIG_PATH") or (
         os.path.join(state_dir, "openclaw.json") if state_dir else None)
     if not path:
-        return None, {}
+        return None, {}, None
     tried.append(path)
     try:
-        with open_regular_file(path, "r", encoding="utf-8") as handle:   # never a FIFO
-            data = untrusted_json.load(handle)
-    except (OSError, ValueError):
-        return path, {}
-    return path, data if isinstance(data, dict) else {}
+        data = untrusted_json.loads(read_bounded(path, MAX_OPENCLAW_CONFIG_BYTES))
+    except FileNotFoundError:
+        return path, {}, None
+    except OSError as exc:
+        return path, {}, exc.strerror or str(exc)
+    except UnicodeError:
+        return path, {}, "not UTF-8"
+    except ValueError:
+        return path, {}, "not JSON (a JSON5 file, or damaged)"
+    if not isinstance(data, dict):
+        return path, {}, "not a JSON object"
+    return path, data, None
 
 
 def openclaw_home(env) -> str:
@@ -188,6 +205,15 @@ def configured_log_path(value: str, env) -> tuple[str | None, str | None]:
 def shown_setting(value: str) -> str:
     """A setting's text as a message may quote it: secrets masked, at most 200 characters."""
     return repr(clip_redacted(value, 200))
+
+
+def discovery_notes(found: Discovered, *, live: bool) -> list[str]:
+    """What to say of OpenClaw's settings that could not be used: openclaw.json unreadable,
+    the log ``logging.file`` names (``configured_log_note``)."""
+    config_note = None if not found.config_problem else (
+        f"clawwatch: warning: {found.openclaw_config_path} not read: {found.config_problem}; "
+        "its settings (logging.file, gateway.port, gateway.auth.token) are not used")
+    return [line for line in (config_note, configured_log_note(found, live=live)) if line]
 
 
 def configured_log_note(found: Discovered, *, live: bool) -> str | None:
@@ -284,7 +310,7 @@ def discover(*, state_dir: str | None = None, profile: str | None = None,
     if "openclaw" not in sources:
         return Discovered(None, None, {}, None, [], None, None, tried, False, claude, codex)
     resolved_state = resolve_state_dir(state_dir, profile, env, tried)
-    config_path, config = read_openclaw_config(resolved_state, env, tried)
+    config_path, config, config_problem = read_openclaw_config(resolved_state, env, tried)
     gateway_config = config.get("gateway") if isinstance(config.get("gateway"), dict) else {}
     logging_config = config.get("logging") if isinstance(config.get("logging"), dict) else {}
     log_dirs = default_log_dirs(env)
@@ -313,7 +339,8 @@ def discover(*, state_dir: str | None = None, profile: str | None = None,
     register_url_secrets(url)
     return Discovered(resolved_state, config_path, config, log_path, log_dirs, url, token, tried,
                       rolling, claude, codex, log_setting=log_setting,
-                      log_problem=log_problem, log_relative=log_relative)
+                      log_problem=log_problem, log_relative=log_relative,
+                      config_problem=config_problem)
 
 
 def require_something(found: Discovered) -> None:

@@ -19,7 +19,6 @@ It uses libyaml's parser when present (fast events) under a Python composer that
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import yaml
@@ -30,7 +29,7 @@ from yaml.events import AliasEvent, ScalarEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
-from monitor.sources.regular import NotRegularFile, open_regular
+from monitor.sources.regular import NotRegularFile, TooLarge, read_bounded
 
 MAX_BYTES = 1024 * 1024            # a config or theme file is at most 1 MiB
 MAX_DEPTH = 64                     # nesting of collections (config.yaml uses 4)
@@ -77,26 +76,12 @@ def read_regular_file(path: str, max_bytes: int = MAX_BYTES) -> bytes:
     if "\0" in str(path):
         raise InputRefused("cannot read: the path contains a NUL character")
     try:
-        fd = open_regular(path)
+        return read_bounded(path, max_bytes)
     except NotRegularFile as exc:
         raise InputRefused(f"not a regular file ({exc.what}); only a plain file is read"
                            ) from None
-    try:
-        info = os.fstat(fd)
-        if info.st_size > max_bytes:
-            raise InputRefused(f"too large ({info.st_size} bytes; at most {max_bytes})")
-        chunks, size = [], 0
-        while True:      # the file may grow after fstat: never read more than the bound
-            chunk = os.read(fd, min(65536, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > max_bytes:
-                raise InputRefused(f"too large (over {max_bytes} bytes)")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    except TooLarge as exc:
+        raise InputRefused(exc.strerror) from None
 
 
 def decode_utf8(data: bytes) -> str:

@@ -152,3 +152,43 @@ def test_an_audit_log_no_file_can_have_is_an_error_not_a_crash(path):
     assert "no file can have this name" in audit.last_error
     assert audit.read() == []
 
+
+# ---------------------------------------------------------------- files read whole, bounded
+
+
+def test_an_oversized_openclaw_json_is_refused_unread_and_said(tmp_path):
+    from monitor.discovery import MAX_OPENCLAW_CONFIG_BYTES
+
+    state, log = make_state(tmp_path)
+    with open(state / "openclaw.json", "wb") as handle:
+        handle.truncate(1 << 30)                # sparse: 1 GiB of NULs that costs no disk
+    assert MAX_OPENCLAW_CONFIG_BYTES < 1 << 30
+    result = clawwatch("replay", "--json", "--jobs", "1", "--no-cache", "--state-dir",
+                       str(state), "--log", str(log), home=tmp_path,
+                       timeout=20)
+    assert result.returncode == 0, result.stderr
+    assert (f"clawwatch: warning: {state / 'openclaw.json'} not read: too large "
+            f"(1073741824 bytes; at most {MAX_OPENCLAW_CONFIG_BYTES} are read)") in result.stderr
+    assert json.loads(result.stdout)["sessions"]
+
+
+def test_an_openclaw_json_that_is_not_json_is_said(tmp_path):
+    state, _ = make_state(tmp_path)
+    (state / "openclaw.json").write_text("{ logging: { file: '/x.log' } }  // JSON5\n")
+    document, stderr = replay_document(state, tmp_path)
+    assert f"{state / 'openclaw.json'} not read: not JSON" in stderr
+    assert document["sessions"]
+
+
+def test_read_bounded_refuses_a_file_past_its_bound_without_reading_it(tmp_path):
+    from monitor.sources.regular import TooLarge, read_bounded
+
+    sparse = tmp_path / "sparse"
+    with open(sparse, "wb") as handle:
+        handle.truncate(1 << 34)
+    with pytest.raises(TooLarge, match=r"too large \(17179869184 bytes; at most 1024 are"):
+        read_bounded(str(sparse), 1024)
+    small = tmp_path / "small"
+    small.write_bytes(b"x" * 1024)
+    assert read_bounded(str(small), 1024) == b"x" * 1024
+

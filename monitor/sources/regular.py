@@ -122,6 +122,40 @@ def read_regular(path: str, *, limit: int | None = None) -> bytes:
         return handle.read() if limit is None else handle.read(limit)
 
 
+class TooLarge(OSError):
+    """``path`` holds more than its reader takes (``max_bytes``); ``strerror`` says so."""
+
+    def __init__(self, path: str, size: int | None, max_bytes: int) -> None:
+        how_large = f"{size} bytes" if size is not None else f"over {max_bytes} bytes"
+        why = f"too large ({how_large}; at most {max_bytes} are read)"
+        OSError.__init__(self, f"{path}: {why}")
+        self.path = path
+        self.strerror = why
+
+
+def read_bounded(path: str, max_bytes: int) -> bytes:
+    """The bytes of the regular file ``path``, refused whole (``TooLarge``) when its size
+    says more than ``max_bytes`` or it grows past them as it is read: a file read whole is
+    never held in memory past its bound, sparse or growing. ``NotRegularFile`` and the
+    ``OSError`` of the open pass through, and ``ValueError`` for a name no file can have."""
+    fd = open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise TooLarge(path, size, max_bytes)
+        chunks, read = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - read))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            read += len(chunk)
+            if read > max_bytes:
+                raise TooLarge(path, None, max_bytes)
+    finally:
+        os.close(fd)
+
+
 def read_regular_text(path: str, encoding: str = "utf-8") -> str:
     """``Path.read_text`` that refuses what is not a regular file."""
     with open_regular_file(path, "r", encoding=encoding) as handle:
