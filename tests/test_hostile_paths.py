@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,32 @@ def test_read_bounded_refuses_a_file_past_its_bound_without_reading_it(tmp_path)
     small.write_bytes(b"x" * 1024)
     assert read_bounded(str(small), 1024) == b"x" * 1024
 
+
+def test_the_kill_evidence_scan_reads_sessions_json_within_the_readers_bound(tmp_path,
+                                                                            monkeypatch):
+    """A kill reads each agent's index whole, as the reader does, so under the same bound: a
+    sparse index past it is refused from its size, never read into memory."""
+    from monitor.act import exec_calls
+    from monitor.sources.legacy_index import MAX_INDEX_BYTES
+
+    assert exec_calls.MAX_INDEX_BYTES == MAX_INDEX_BYTES
+    sessions = tmp_path / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    call = {"type": "message", "timestamp": "2026-01-01T00:00:00Z", "message": {
+        "role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "exec",
+                                          "arguments": {"command": "sleep 99"}}]}}
+    (sessions / "x.jsonl").write_text(json.dumps(call) + "\n")
+    (sessions / "sessions.json").write_text(json.dumps(
+        {"agent:main:x": {"sessionId": "x", "updatedAt": 1_900_000_000_000}}))
+    [found] = exec_calls.recent_exec_calls(str(tmp_path), now=1_900_000_000)
+    assert found.command == "sleep 99"
+    monkeypatch.setattr(exec_calls, "MAX_INDEX_BYTES", 1 << 20)
+    with open(sessions / "sessions.json", "wb") as handle:
+        handle.truncate(8 << 20)
+    tracemalloc.start()
+    try:
+        calls = exec_calls.recent_exec_calls(str(tmp_path), now=1_900_000_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert calls == [] and peak < 1 << 20

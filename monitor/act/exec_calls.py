@@ -28,7 +28,8 @@ from monitor import untrusted_json
 from monitor.act.openclaw_db import connect_read_only
 from monitor.act.record_values import epoch_number, valid_pid
 from monitor.sources.event_blob import EventBlobError, decompress_event
-from monitor.sources.regular import open_regular_file
+from monitor.sources.legacy_index import MAX_INDEX_BYTES
+from monitor.sources.regular import open_regular_file, read_bounded
 from monitor.sources.transcript import parse_timestamp
 from monitor.sources.transcript_names import nameable, session_file_path
 
@@ -135,9 +136,9 @@ def legacy_session_dirs(state_dir: str | None) -> list[str]:
 def _exec_calls_in_legacy(sessions_dir: str, since_ms: int) -> list[ExecCall]:
     """The exec calls at the end of each transcript that ``sessions.json`` says was updated
     since ``since_ms``."""
-    try:
-        with open_regular_file(os.path.join(sessions_dir, "sessions.json")) as handle:
-            index = untrusted_json.load(handle)
+    try:      # bounded as the reader bounds it: a kill must not hold a sparse gigabyte
+        index = untrusted_json.loads(read_bounded(os.path.join(sessions_dir, "sessions.json"),
+                                                  MAX_INDEX_BYTES))
     except (OSError, ValueError):
         return []
     if not isinstance(index, dict):
