@@ -16,7 +16,7 @@ from monitor.cli_setup import (
     note,
     source_set,
 )
-from monitor.discovery import discovery_notes, no_openclaw_note
+from monitor.discovery import agents_dir_problem, discovery_notes, no_openclaw_note
 from monitor.display import json_dumps, printable
 from monitor.named_inputs import unreadable_named_input
 from monitor.redaction import redact_record
@@ -60,7 +60,7 @@ def cmd_replay(args) -> int:
     sources = source_set(state_dir=state_dir, log_path=log_path, paths=what.paths,
                          include_archives=args.archives, replay=True, log_stream=stream,
                          claude_dirs=claude_dirs, codex_dirs=codex_dirs)
-    if not sources.sources and not state_dir:
+    if not sources.sources and (not state_dir or agents_dir_problem(state_dir)):
         raise SetupError("clawwatch replay: nothing readable was given")
     document = redact_record(replay(what, config, DetectionEngine, args.jobs or default_jobs(),
                                     sources=sources,

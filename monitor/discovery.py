@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from dataclasses import dataclass, field
 
 from monitor import untrusted_json
 from monitor.redaction import clip_redacted, register_known_secret, register_url_secrets
-from monitor.sources.regular import read_bounded
+from monitor.sources.regular import file_kind, read_bounded
 from monitor.sources.transcript_names import nameable
 
 #: The largest openclaw.json read: OpenClaw's holds a few kB; past this it is refused, not
@@ -208,12 +209,36 @@ def shown_setting(value: str) -> str:
 
 
 def discovery_notes(found: Discovered, *, live: bool) -> list[str]:
-    """What to say of OpenClaw's settings that could not be used: openclaw.json unreadable,
-    the log ``logging.file`` names (``configured_log_note``)."""
+    """What to say of what OpenClaw keeps that cannot be read: its agents dir
+    (``agents_dir_problem``), openclaw.json, the log ``logging.file`` names
+    (``configured_log_note``)."""
+    agents_problem = agents_dir_problem(found.state_dir)
+    agents_note = agents_problem and (f"clawwatch: error: {agents_problem}; the sessions "
+                                      "OpenClaw keeps under it are not read")
     config_note = None if not found.config_problem else (
         f"clawwatch: warning: {found.openclaw_config_path} not read: {found.config_problem}; "
         "its settings (logging.file, gateway.port, gateway.auth.token) are not used")
-    return [line for line in (config_note, configured_log_note(found, live=live)) if line]
+    return [line for line in (agents_note, config_note, configured_log_note(found, live=live))
+            if line]
+
+
+def agents_dir_problem(state_dir: str | None) -> str | None:
+    """Why ``<state dir>/agents``, where OpenClaw keeps every agent's sessions, cannot be
+    listed (a file, a FIFO, a dir without permission), or None: it can, or it is not there
+    (an install with no agent yet). Only ``stat`` and ``scandir``: a FIFO is never opened."""
+    if not state_dir or not os.path.isdir(state_dir):
+        return None
+    agents = os.path.join(state_dir, "agents")
+    try:
+        mode = os.stat(agents).st_mode
+        if not stat.S_ISDIR(mode):
+            return f"{agents}: not a directory ({file_kind(mode)})"
+        with os.scandir(agents):
+            return None
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{agents}: cannot list it: {exc.strerror or exc}"
 
 
 def configured_log_note(found: Discovered, *, live: bool) -> str | None:

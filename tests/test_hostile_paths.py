@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tracemalloc
@@ -222,3 +223,58 @@ def test_the_kill_evidence_scan_reads_sessions_json_within_the_readers_bound(tmp
     finally:
         tracemalloc.stop()
     assert calls == [] and peak < 1 << 20
+
+
+# ---------------------------------------------------------------------- the agents dir
+
+
+def agents_replaced(state: Path, kind: str) -> Path:
+    """``state/agents`` made a regular file or a FIFO (never opened: a FIFO would block)."""
+    agents = state / "agents"
+    shutil.rmtree(agents)
+    if kind == "file":
+        agents.write_text("not a directory\n")
+    else:
+        os.mkfifo(agents)
+    return agents
+
+
+@pytest.mark.parametrize("kind, what", [("file", "a regular file"), ("fifo", "a FIFO")])
+def test_an_agents_dir_that_is_not_one_is_an_error_not_an_empty_install(tmp_path, kind, what):
+    state, log = make_state(tmp_path)
+    agents = agents_replaced(state, kind)
+    said = f"clawwatch: error: {agents}: not a directory ({what}); the sessions OpenClaw keeps"
+    replay = clawwatch("replay", "--json", "--jobs", "1", "--no-cache", "--state-dir",
+                       str(state), "--log", str(log), home=tmp_path, timeout=30)
+    assert replay.returncode == 0 and said in replay.stderr, replay.stderr
+    assert [s["kind"] for s in json.loads(replay.stdout)["sources"]] == ["gateway-log"]
+    watch = clawwatch("watch", "--headless", "--seconds", "1", "--no-checkpoint",
+                      "--state-dir", str(state), "--log", str(log), home=tmp_path, timeout=30)
+    assert watch.returncode == 0 and said in watch.stderr, watch.stderr
+
+
+def test_a_replay_with_nothing_but_an_unreadable_agents_dir_exits_2(tmp_path):
+    state, _ = make_state(tmp_path)
+    agents = agents_replaced(state, "file")
+    set_logging_file(state, str(tmp_path / "no-log-yet.log"))     # no default log is read
+    result = clawwatch("replay", "--jobs", "1", "--no-cache", "--state-dir", str(state),
+                       home=tmp_path, timeout=30)
+    assert result.returncode == 2, result.stderr
+    assert f"{agents}: not a directory (a regular file)" in result.stderr
+    assert "nothing readable was given" in result.stderr
+
+
+def test_an_agents_dir_that_cannot_be_listed_is_said(tmp_path):
+    from monitor.discovery import agents_dir_problem
+
+    state, _ = make_state(tmp_path)
+    assert agents_dir_problem(str(state)) is None
+    if os.geteuid() != 0:                                     # root lists any directory
+        (state / "agents").chmod(0)
+        try:
+            assert agents_dir_problem(str(state)) == (
+                f"{state / 'agents'}: cannot list it: Permission denied")
+        finally:
+            (state / "agents").chmod(0o755)
+    shutil.rmtree(state / "agents")
+    assert agents_dir_problem(str(state)) is None        # no agent yet: nothing to say
