@@ -147,14 +147,15 @@ def read_openclaw_config(state_dir: str | None, env, tried: list[str]
     """``(path, settings, why they could not be read)`` of openclaw.json
     (``$OPENCLAW_CONFIG_PATH``, else in the state dir): only a regular file of at most
     ``MAX_OPENCLAW_CONFIG_BYTES`` (never a FIFO, nor a sparse gigabyte held in memory) that
-    holds a JSON object is used; one that is not there is no problem."""
+    holds a JSON5 object (OpenClaw's format: comments, trailing commas) is used; one that is
+    not there is no problem."""
     path = env.get("OPENCLAW_CONFIG_PATH") or (
         os.path.join(state_dir, "openclaw.json") if state_dir else None)
     if not path:
         return None, {}, None
     tried.append(path)
     try:
-        data = untrusted_json.loads(read_bounded(path, MAX_OPENCLAW_CONFIG_BYTES))
+        data = untrusted_json.loads_json5(read_bounded(path, MAX_OPENCLAW_CONFIG_BYTES))
     except FileNotFoundError:
         return path, {}, None
     except OSError as exc:
@@ -162,7 +163,7 @@ def read_openclaw_config(state_dir: str | None, env, tried: list[str]
     except UnicodeError:
         return path, {}, "not UTF-8"
     except ValueError:
-        return path, {}, "not JSON (a JSON5 file, or damaged)"
+        return path, {}, "not JSON5 (damaged)"
     if not isinstance(data, dict):
         return path, {}, "not a JSON object"
     return path, data, None

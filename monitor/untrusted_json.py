@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 import msgspec
+import pyjson5
 
 MAX_DEPTH = 64                  # far beyond any real tool argument or transcript entry
 TOO_DEEP = f"«nested deeper than {MAX_DEPTH} levels»"
@@ -98,3 +99,20 @@ def clip_depth(value: Any, max_depth: int = MAX_DEPTH) -> Any:
                 else:
                     pending.append((item, depth + 1))
     return value
+
+
+def loads_json5(raw: bytes) -> Any:
+    """A JSON5 document (OpenClaw's ``openclaw.json``: comments, trailing commas, unquoted
+    keys, single quotes): as ``loads`` when it is plain JSON, else decoded by ``pyjson5``,
+    whose own nesting limit (32 levels) keeps it off the stack. Raises ``UnicodeError`` for
+    bytes that are not UTF-8 and ``ValueError`` for anything else it cannot decode."""
+    try:
+        return loads(raw)
+    except UnicodeError:
+        raise
+    except ValueError:
+        text = raw.decode()
+    try:
+        return pyjson5.decode(text)
+    except pyjson5.Json5Exception as exc:
+        raise ValueError(f"not JSON5: {str(exc.args[0] if exc.args else exc)[:200]}") from None
