@@ -272,6 +272,13 @@ def no_openclaw_note(found: Discovered, verb: str = "watching") -> str | None:
 
 
 def default_log_dirs(env) -> list[str]:
+    """Where the gateway writes its log when ``logging.file`` is not set: ``/tmp/openclaw``,
+    else ``$TMPDIR/openclaw-<uid>``; ``$CLAWWATCH_LOG_DIRS`` (dirs joined by ``os.pathsep``)
+    replaces both (a gateway whose ``/tmp`` is mounted elsewhere, or a test that must not
+    see this machine's gateway)."""
+    override = env.get("CLAWWATCH_LOG_DIRS")
+    if override is not None:
+        return [d for d in override.split(os.pathsep) if d]
     uid = os.getuid() if hasattr(os, "getuid") else 0
     tmp = env.get("TMPDIR") or "/tmp"
     return ["/tmp/openclaw", os.path.join(tmp, f"openclaw-{uid}")]

@@ -24,9 +24,10 @@ pytest_plugins = ["teardown_on_sigterm"]
 @pytest.fixture(autouse=True)
 def machine_apart(tmp_path_factory, monkeypatch):
     """Every test, and every process it starts, sees none of this machine's Claude Code or
-    Codex sessions and writes no replay cache under the real home: the tests that want them
-    point these variables (or the flags) somewhere themselves."""
+    Codex sessions nor its gateway's log, and writes no replay cache under the real home: the
+    tests that want them point these variables (or the flags) somewhere themselves."""
     apart = tmp_path_factory.getbasetemp() / "machine-apart"
+    monkeypatch.setenv("CLAWWATCH_LOG_DIRS", str(apart / "no-gateway-logs"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(apart / "no-claude"))
     monkeypatch.setenv("CODEX_HOME", str(apart / "no-codex"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(apart / "cache"))

@@ -55,7 +55,7 @@ def frozen(pid: int) -> bool:
 
 def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items()
-           if not name.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+           if not name.startswith(("OPENCLAW_", "CLAWWATCH_")) or name == "CLAWWATCH_LOG_DIRS"}
     env.update(HOME=str(tmp_path / "user"), XDG_STATE_HOME=str(tmp_path / "xdg-state"),
                XDG_CONFIG_HOME=str(tmp_path / "xdg-config"), **extra)
     return env

@@ -17,7 +17,7 @@ from monitor.cli_parser import build_parser
 
 def run_clawwatch(*args: str, home) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+           if not k.startswith(("OPENCLAW_", "CLAWWATCH_")) or k == "CLAWWATCH_LOG_DIRS"}
     env.update(HOME=str(home), TMPDIR=str(home), XDG_STATE_HOME=str(home / "state"))
     return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True,
                           text=True, env=env, timeout=60)

@@ -73,7 +73,7 @@ def test_a_global_option_the_sub_command_does_not_use_is_refused(argv, capsys):
 
 def env_for(tmp_path, **extra) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+           if not k.startswith(("OPENCLAW_", "CLAWWATCH_")) or k == "CLAWWATCH_LOG_DIRS"}
     env.update(HOME=str(tmp_path), TMPDIR=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "x"),
                **extra)
     return env

@@ -31,8 +31,8 @@ CODEX_SUB = "019e2a3b-1c2d-7e3f-8a4b-5c6d7e8f9a0b"
 
 def clean_env(home: Path, **extra: str) -> dict:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCLAW_", "CLAWWATCH_", "CLAUDE_", "CODEX_"))
-           and k != "XDG_CONFIG_HOME"}
+           if (not k.startswith(("OPENCLAW_", "CLAWWATCH_", "CLAUDE_", "CODEX_"))
+               or k == "CLAWWATCH_LOG_DIRS") and k != "XDG_CONFIG_HOME"}
     env.update(HOME=str(home), TMPDIR=str(home), XDG_STATE_HOME=str(home / "state"), **extra)
     return env
 

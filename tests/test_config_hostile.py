@@ -52,7 +52,7 @@ def errors_of(path: str, env: dict | None = None) -> list[str]:
 def run_clawwatch(*args: str, home: Path, env: dict | None = None, timeout: float = 60
                   ) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+             if not k.startswith(("OPENCLAW_", "CLAWWATCH_")) or k == "CLAWWATCH_LOG_DIRS"}
     clean.update(HOME=str(home), TMPDIR=str(home), XDG_STATE_HOME=str(home / "state"),
                  PYTHONPATH=str(PACKAGE_ROOT), **(env or {}))
     return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True,

@@ -210,7 +210,7 @@ def test_a_log_of_mixed_forms_reads_without_errors(tmp_path):
 
 def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+           if not k.startswith(("OPENCLAW_", "CLAWWATCH_")) or k == "CLAWWATCH_LOG_DIRS"}
     env.update(HOME=str(tmp_path), TMPDIR=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "xdg"),
                XDG_CONFIG_HOME=str(tmp_path / "cfg"), **extra)
     return env

@@ -31,7 +31,7 @@ RATE = "16"   # turns per second: every looping session turns critical in ~8 s, 
 
 def demo_env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+           if not k.startswith(("OPENCLAW_", "CLAWWATCH_")) or k == "CLAWWATCH_LOG_DIRS"}
     env.update(HOME=str(tmp_path), TMPDIR=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "xdg"))
     return env
 

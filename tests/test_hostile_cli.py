@@ -32,7 +32,7 @@ EXACT = ("osc0_title", "bidi_override", "c1_csi", "backspace_cr", "csi_clear", "
 def clawwatch(*args: str, home: Path, timeout: float = 90, encoding: str = "utf-8"
               ) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+           if not k.startswith(("OPENCLAW_", "CLAWWATCH_")) or k == "CLAWWATCH_LOG_DIRS"}
     env.update(HOME=str(home), TMPDIR=str(home), XDG_STATE_HOME=str(home / "xdg"),
                PYTHONIOENCODING=encoding)
     result = subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True,

@@ -231,7 +231,7 @@ class Terminal:
 
 def test_in_a_real_terminal_no_byte_from_data_acts(world, tmp_path):
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+           if not k.startswith(("OPENCLAW_", "CLAWWATCH_")) or k == "CLAWWATCH_LOG_DIRS"}
     env.update(HOME=str(tmp_path), TMPDIR=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "x"),
                TERM="xterm-256color", COLORTERM="truecolor", TZ="UTC",
                CLAWWATCH_ACTIONS__MODE="off")

@@ -140,7 +140,8 @@ CASES = ["fifo-transcript", "fifo-sessions-json", "fifo-session-file", "dev-zero
 
 
 def child_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENCLAW_", "CLAWWATCH_")) or k == "CLAWWATCH_LOG_DIRS"}
     env.update(HOME=str(home), TMPDIR=str(home), XDG_STATE_HOME=str(home / "xdg-state"),
                XDG_CONFIG_HOME=str(home / "xdg-config"), PYTHONUNBUFFERED="1")
     return env

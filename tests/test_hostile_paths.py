@@ -24,7 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def child_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENCLAW_", "CLAWWATCH_")) or k == "CLAWWATCH_LOG_DIRS"}
     env.update(HOME=str(home), TMPDIR=str(home), XDG_STATE_HOME=str(home / "xdg-state"),
                XDG_CONFIG_HOME=str(home / "xdg-config"), PYTHONUNBUFFERED="1")
     env.update(extra)
@@ -286,3 +287,23 @@ def test_an_agents_dir_that_cannot_be_listed_is_said(tmp_path):
             (state / "agents").chmod(0o755)
     shutil.rmtree(state / "agents")
     assert agents_dir_problem(str(state)) is None        # no agent yet: nothing to say
+
+
+def test_the_default_log_dirs_can_be_named_and_no_other_is_looked_in(tmp_path):
+    """``$CLAWWATCH_LOG_DIRS`` replaces ``/tmp/openclaw`` and ``$TMPDIR/openclaw-<uid>``:
+    the newest ``openclaw-*.log`` of those dirs is the log (every test names an empty one,
+    so a gateway running on this machine is never read)."""
+    from monitor.discovery import discover
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    for directory, day in ((first, "01"), (second, "02")):
+        directory.mkdir()
+        log = directory / f"openclaw-2026-12-{day}.log"
+        log.write_text("")
+        os.utime(log, (int(day), int(day)))
+    (second / "openclaw-2026-12-03.1.log").write_text("")      # a rotation is not the log
+    env = {"CLAWWATCH_LOG_DIRS": f"{first}{os.pathsep}{second}", "HOME": str(tmp_path)}
+    found = discover(state_dir=str(tmp_path / "no-state"), env=env)
+    assert found.log_path == str(second / "openclaw-2026-12-02.log")
+    assert discover(state_dir=str(tmp_path / "no-state"),
+                    env={**env, "CLAWWATCH_LOG_DIRS": ""}).log_path is None

@@ -169,7 +169,8 @@ def installed(tmp_path_factory):
 
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCLAW_", "CLAWWATCH_", "PYTHON", "VIRTUAL_ENV"))}
+           if not k.startswith(("OPENCLAW_", "CLAWWATCH_", "PYTHON", "VIRTUAL_ENV"))
+           or k == "CLAWWATCH_LOG_DIRS"}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
                XDG_STATE_HOME=str(home / ".state"), TZ="UTC")
     return env

@@ -174,7 +174,7 @@ def test_transcripts_and_the_log_read_it(tmp_path):
 
 def clean_env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+           if not k.startswith(("OPENCLAW_", "CLAWWATCH_")) or k == "CLAWWATCH_LOG_DIRS"}
     env.update(HOME=str(tmp_path), TMPDIR=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "xdg"),
                XDG_CONFIG_HOME=str(tmp_path / "cfg"))
     return env

@@ -242,7 +242,8 @@ def test_watch_headless_act_auto_cli_stops_the_loop_and_not_the_productive_run(t
     ``on_critical: stop`` (as an environment variable), on the live CLI: the looping run
     gets an action record (the gateway is absent, so it fails), the productive one none."""
     state_dir, log = write_state_dir(tmp_path, "sqlite", [progress(), hammer(limit=40)])
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENCLAW_", "CLAWWATCH_")) or k == "CLAWWATCH_LOG_DIRS"}
     env.update(HOME=str(tmp_path / "home"), XDG_CONFIG_HOME=str(tmp_path / "home" / ".config"),
                XDG_STATE_HOME=str(tmp_path / "xdg-state"), CLAWWATCH_ACTIONS__ON_CRITICAL="stop",
                CLAWWATCH_ACTIONS__COOLDOWN_SECONDS="3600")

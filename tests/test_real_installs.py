@@ -222,7 +222,7 @@ def tree(root: Path) -> dict[str, tuple]:
 
 def clawwatch(*args: str, home: Path, timeout: float = 90) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCLAW_", "CLAWWATCH_"))}
+           if not k.startswith(("OPENCLAW_", "CLAWWATCH_")) or k == "CLAWWATCH_LOG_DIRS"}
     env.update(HOME=str(home), TMPDIR=str(home), XDG_STATE_HOME=str(home / "xdg"),
                XDG_CONFIG_HOME=str(home / "config"))
     return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True,

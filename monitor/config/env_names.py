@@ -22,9 +22,9 @@ PREFIX = "CLAWWATCH_"
 SEPARATOR = "__"
 FORM = "CLAWWATCH_<SECTION>__<KEY>, e.g. CLAWWATCH_ACTIONS__MODE"
 #: clawwatch's own variables that are no setting (the config file, the themes dir, the
-#: demo's gateway token).
+#: demo's gateway token, the dirs of the gateway's default log).
 OTHER_VARIABLES = frozenset({"CLAWWATCH_CONFIG", "CLAWWATCH_THEMES",
-                             "CLAWWATCH_DEMO_GATEWAY_TOKEN"})
+                             "CLAWWATCH_DEMO_GATEWAY_TOKEN", "CLAWWATCH_LOG_DIRS"})
 
 
 def setting_parts(name: str) -> list[str] | None:

@@ -97,7 +97,7 @@ def replay_sessions(gateway: RealGateway, work_dir: Path) -> dict[str, dict]:
     config = work_dir / "clawwatch-defaults.yaml"
     config.write_text("")
     env = {name: value for name, value in os.environ.items()
-           if not name.startswith("CLAWWATCH_")}
+           if not name.startswith("CLAWWATCH_") or name == "CLAWWATCH_LOG_DIRS"}
     proc = subprocess.run(
         [sys.executable, "-m", "monitor", "replay", "--state-dir", str(gateway.state_dir),
          "--log", str(gateway.log_path), "--config", str(config), "--json"],
