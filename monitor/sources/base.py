@@ -266,10 +266,17 @@ def error_sample(error: SourceError) -> dict:
 
 def file_units(paths: list[str], session_of) -> dict[str, tuple[int, list]]:
     """``transcript_units`` of transcript files: bytes, and (path, size, mtime, inode) of
-    each file, per session."""
+    each file, per session. A file named by two paths (a symlink or a hard link) counts
+    under the first, the one its source follows."""
     units: dict[str, tuple[int, list]] = {}
+    counted: set[tuple[int, int]] = set()
     for path in paths:
-        identity = file_identity(path)
+        st = _stat_or_none(path)
+        if st is not None:
+            if (st.st_dev, st.st_ino) in counted:
+                continue
+            counted.add((st.st_dev, st.st_ino))
+        identity = _identity(path, st)
         weight, files = units.get(session_of(path), (0, []))
         files.append(identity)
         units[session_of(path)] = (weight + (identity[1] or 0), files)
@@ -278,8 +285,17 @@ def file_units(paths: list[str], session_of) -> dict[str, tuple[int, list]]:
 
 def file_identity(path: str) -> list:
     """``[path, size, mtime, inode]`` of a file now (Nones when it cannot be stat'ed)."""
-    try:
-        st = os.stat(path)
-    except OSError:
+    return _identity(path, _stat_or_none(path))
+
+
+def _identity(path: str, st: os.stat_result | None) -> list:
+    if st is None:
         return [path, None, None, None]
     return [path, st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def _stat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None

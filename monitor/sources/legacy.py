@@ -55,6 +55,7 @@ from monitor.sources.tail import (
 from monitor.sources.tail_state import TailNotice, saved_positions
 from monitor.sources.transcript import UnknownEntry, parse_entry
 from monitor.sources.transcript_names import is_archive
+from monitor.sources.transcript_owners import TranscriptOwners
 from monitor.sources.transcript_typed import typed_events
 
 #: Followers kept open at once; idle ones beyond this are suspended (descriptor closed,
@@ -111,6 +112,10 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
         self._finished_archives: set[str] = {
             path for path in (archives if type(archives) is list else ()) if type(path) is str}
         self._announced: dict[str, tuple] = {}
+        #: Shared by the legacy sources of a ``SourceSet``: which of them reads which file.
+        self.transcript_owners = TranscriptOwners()
+        #: Listed paths naming a file followed under another path.
+        self._aliases: set[str] = set()
         #: Followers without an open descriptor, in the order the safety-net sweep visits them.
         self._idle: OrderedDict[str, None] = OrderedDict()
         self._sweep_credit = 0.0

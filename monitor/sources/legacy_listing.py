@@ -4,7 +4,8 @@ follower for each new one, the most recently modified first.
 
 A transcript renamed to an archive while followed is drained through its follower's open
 descriptor (or, when the follower was suspended, found by inode) and is not followed again
-under its archive name.
+under its archive name. A transcript the index names by another path (the state dir through a
+symlink, another agent's dir) is followed once, by its agent's source (``transcript_owners``).
 
 ``TranscriptListing`` is a mixin of ``LegacySessionsSource``, sharing its state.
 """
@@ -23,6 +24,7 @@ from monitor.sources.transcript_names import (
     session_file_path,
     transcript_session_id,
 )
+from monitor.sources.transcript_owners import FileIdentity, SessionFilePlaces
 
 #: A dir whose mtime is this recent is listed again on the next poll: a file created within
 #: the same mtime tick as the listing would not change the mtime.
@@ -71,10 +73,10 @@ class TranscriptListing:
         self._raw_names = raw_names
         self._listed_index = key[3]
         if still_changing:
-            paths = self._every_transcript(raw_names)
+            paths = self._every_transcript(raw_names, key[:2])
         else:
             paths = recall(("listing", os.path.abspath(self.path), key, self.include_archives),
-                           lambda: self._every_transcript(raw_names))
+                           lambda: self._every_transcript(raw_names, key[:2]))
         if self.only_files is not None:
             paths = [p for p in paths if os.path.abspath(p) in self.only_files]
         if self.only_sessions is not None:
@@ -84,26 +86,29 @@ class TranscriptListing:
         self._listing = paths
         return paths
 
-    def _every_transcript(self, raw_names: list[str]) -> list[str]:
+    def _every_transcript(self, raw_names: list[str], own_identity: FileIdentity) -> list[str]:
         """The transcripts of ``raw_names`` (the dir's listing) and the index's
-        ``sessionFile``s elsewhere, each once."""
+        ``sessionFile``s elsewhere, each once however it is spelled (``SessionFilePlaces``:
+        ``own_identity`` is the sessions dir's), less those another source's dir holds."""
         names = sorted(raw_names)
         base = os.path.normpath(self.path)
         paths = []
-        seen = set()
+        seen: set = set()
         for name in names:
             if (name.endswith(".jsonl") or (self.include_archives and is_archive(name))) \
                     and not is_sidecar(name):
                 paths.append(os.path.join(self.path, name))
                 seen.add(os.path.join(base, name))
         listed = set(raw_names)
+        places = SessionFilePlaces(self.path, own_identity, self.transcript_owners)
         for entry in self._index.values():
             full = session_file_path(self.path, entry, listed)
-            if full is not None:
-                normal = os.path.normpath(full)
-                if normal not in seen:
-                    seen.add(normal)
-                    paths.append(full)
+            if full is None or os.path.normpath(full) in seen:
+                continue
+            placed = places.place(full)
+            if placed is not None and placed[1] not in seen:
+                seen.add(placed[1])
+                paths.append(placed[0])
         return paths
 
     def _follow_new(self, paths: list[str]) -> None:
@@ -112,7 +117,8 @@ class TranscriptListing:
         if paths is self._followed_listing:
             return
         self._followed_listing = paths
-        new = [p for p in paths if p not in self._followers and p not in self._finished_archives]
+        new = [p for p in paths if p not in self._followers
+               and p not in self._finished_archives and p not in self._aliases]
         if not new:
             return
         stats: dict[str, os.stat_result | None] = {}
@@ -122,6 +128,7 @@ class TranscriptListing:
             except OSError:
                 stats[path] = None
         new = self._without_drained_archives(new, stats)
+        new = self._without_aliases(new, stats)
         new.sort(key=lambda p: stats[p].st_mtime_ns if stats[p] else 0, reverse=True)
         for path in new:
             resume = self._resume.pop(path, None)
@@ -133,6 +140,19 @@ class TranscriptListing:
             size = stats[path].st_size if stats[path] else 0
             self._unstarted[path] = max(0, size - (resume.offset if resume else 0))
         self._order[self._cursor:self._cursor] = new
+
+    def _without_aliases(self, paths: list[str], stats: dict[str, os.stat_result | None]
+                         ) -> list[str]:
+        """``paths`` less those naming a file followed already under another path (a
+        symlink or a hard link to it): the first path in listing order claims the file."""
+        kept = []
+        for path in paths:
+            st = stats[path]
+            if st is None or self.transcript_owners.claim(path, st):
+                kept.append(path)
+            else:
+                self._aliases.add(path)
+        return kept
 
     def _without_drained_archives(self, paths: list[str],
                                   stats: dict[str, os.stat_result | None]) -> list[str]:

@@ -16,6 +16,7 @@ from monitor.sources.saved import saved_dict
 from monitor.sources.sqlite_agent import SqliteAgentSource
 from monitor.sources.tail_state import FollowerState, complete_files
 from monitor.sources.transcript_light import CountOnly
+from monitor.sources.transcript_owners import TranscriptOwners
 
 AGENT_DB = os.path.join("agent", "openclaw-agent.sqlite")
 RESCAN_SECONDS = 2.0
@@ -79,6 +80,8 @@ class SourceSet:
         self._resume = {key: value for key, value in saved_dict(resume).items()
                         if type(value) is dict}
         self.sources: list[Source] = []
+        #: Which legacy source reads which transcript file, so that each is read once.
+        self._transcript_owners = TranscriptOwners()
         self._known: set[str] = set()
         self._last_scan = float("-inf")
         self._log_held = False
@@ -123,6 +126,10 @@ class SourceSet:
         if sid not in self._known:
             self._known.add(sid)
             self.sources.append(source)
+            if hasattr(source, "transcript_owners"):
+                source.transcript_owners = self._transcript_owners
+                if source.only_files is None:       # it lists the whole dir
+                    self._transcript_owners.add_dir(source.path)
 
     def _resume_for(self, kind: str, path: str) -> dict | None:
         return self._resume.pop(f"{kind}:{os.path.abspath(path)}", None)
