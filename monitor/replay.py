@@ -112,11 +112,11 @@ def _replay(what: ReplayInput, sources: SourceSet, config, engine_factory, jobs:
             together.append(set(source_units))
     summaries = {source_id(s): s.summary() for s in transcript_sources}
     counted = replay_errors.counted_shared_errors(transcript_sources)
-    cache_file = replay_cache.input_path(cache, _input_identity(what)) if cache else None
+    stamp = replay_cache.stamp(cache, config) if cache else None
+    cache_file = replay_cache.input_path(cache, _input_identity(what)) if stamp else None
     prints: dict[str, str] = {}
     document_key = None
     if cache_file is not None:
-        stamp = (replay_cache.code_digest(), replay_cache.config_digest(config))
         prints = {sid: replay_cache.fingerprint(stamp, identity, index_records.get(sid))
                   for sid, (_, identity) in units.items()}
         unread_index = {sid: r for sid, r in index_records.items() if sid not in prints}

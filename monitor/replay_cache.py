@@ -3,7 +3,8 @@
 One file per replay input (state dir, paths, flags) under ``$XDG_CACHE_HOME/clawwatch/replay``
 (``~/.cache/clawwatch/replay``). Per session it keeps a fingerprint — the identity and size of
 every transcript file it was read from (or its rows' count, highest seq and rowid and stored
-bytes), its index records, the detector config and clawwatch's own code — and what the read
+bytes), its index records, the detector config, clawwatch's own code and which secrets it
+knows (``replay_cache_secrets``: a long name is redacted with them) — and what the read
 gave: the session's state, its runs, and what its sources counted of it (events, errors and
 their samples). A later replay reads only the sessions whose fingerprint differs. A second
 file keeps the last whole document, under a key of everything it depends on (every session's
@@ -21,13 +22,14 @@ import dataclasses
 import hashlib
 import json
 import os
-import tempfile
 from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from monitor.detect.findings import Finding
+from monitor.replay_cache_files import write_whole
+from monitor.replay_cache_secrets import secrets_digest
 from monitor.session_state import SessionState
 from monitor.sources.regular import open_regular_file
 from monitor.sources.transcript import MAX_EPOCH_SECONDS
@@ -66,6 +68,16 @@ def config_digest(config) -> str:
     sections = {f.name: repr(getattr(config, f.name)) for f in dataclasses.fields(config)
                 if f.name not in ("source", "warnings") and not f.name.startswith("_")}
     return hashlib.sha256(json.dumps(sections, sort_keys=True).encode()).hexdigest()
+
+
+def stamp(directory: Path, config) -> tuple[str, str, str] | None:
+    """What every key of the cache holds: clawwatch's code, the config and the secrets
+    known now (``replay_cache_secrets``); None when the cache in ``directory`` cannot key
+    on the secrets, and is not to be used."""
+    secrets = secrets_digest(directory)
+    if secrets is None:
+        return None
+    return code_digest(), config_digest(config), secrets
 
 
 def input_path(directory: Path, identity: Any) -> Path:
@@ -160,20 +172,7 @@ def save_document(path: Path, key: str, value: dict) -> None:
 
 
 def _write(path: Path, pieces: list[str]) -> None:
-    """``pieces`` written whole to a temporary file renamed over ``path``; failures are
-    ignored: the cache only saves time."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".replay-", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.writelines(pieces)
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
-    except OSError:
-        pass
+    write_whole(path, [piece.encode() for piece in pieces])
 
 
 def _compact(value: Any) -> str:
