@@ -11,9 +11,10 @@ file keeps the last whole document, under a key of everything it depends on (eve
 fingerprint, the index, and the identity of each gateway log file): a replay of an unchanged
 dir reads the index, stats its files and reads that file, and no transcript and no log.
 
-The file is JSON, written to a temporary file and renamed into place, so concurrent replays
-each leave a whole file (the last one wins). A file that cannot be read, parsed or checked, or
-an entry of the wrong shape, is a miss: the session is read again, never answered wrongly.
+Each file is JSON sealed with a digest of its payload and written whole (``replay_cache_files``), so
+concurrent replays each leave a whole file (the last one wins). A file that cannot be read,
+whose digest does not match (damaged anywhere), that cannot be parsed or checked, or an
+entry of the wrong shape, is a miss: the session is read again, never answered wrongly.
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from monitor.detect.findings import Finding
-from monitor.replay_cache_files import write_whole
+from monitor.replay_cache_files import json_object, read_sealed, write_sealed
 from monitor.replay_cache_secrets import secrets_digest
 from monitor.session_state import SessionState
-from monitor.sources.regular import open_regular_file
 from monitor.sources.transcript import MAX_EPOCH_SECONDS
 
-CACHE_FORMAT = 1
+#: The files' format, named in their header: a file of another format is a miss.
+CACHE_FORMAT = 2
 #: A cache file larger than this is not read (a miss): it was not written by us.
 MAX_CACHE_BYTES = 1 << 30
 _PACKAGE = Path(__file__).resolve().parent
@@ -122,10 +123,25 @@ def document(path: Path, key: str) -> dict | None:
         return None
     sources, sessions = value["sources"], value["sessions"]
     if not (isinstance(sources, list) and isinstance(sessions, list)
-            and all(isinstance(s, dict) for s in sessions)
+            and all(_is_session(s) for s in sessions)
             and all(_is_summary(s) for s in sources)):
         return None
     return value
+
+
+def _is_session(session: Any) -> bool:
+    """A session of the document's shape: the fields ``SessionState.as_json`` gives, those
+    the replay table prints of the types it prints, and findings of ``Finding``'s fields."""
+    if not isinstance(session, dict) or session.keys() - {"known_from"} != _SESSION_KEYS:
+        return False
+    tokens, findings, status = session["tokens"], session["findings"], session["status"]
+    return type(session["key"]) is str and (status is None or type(status) is str) \
+        and type(session["tool_calls"]) is int \
+        and isinstance(tokens, dict) and tokens.keys() == {"input", "output", "total"} \
+        and all(type(count) is int for count in tokens.values()) \
+        and isinstance(findings, list) and all(
+            isinstance(f, dict) and f.keys() == _FINDING_KEYS and type(f["level"]) is str
+            for f in findings)
 
 
 def _is_summary(source: Any) -> bool:
@@ -134,18 +150,10 @@ def _is_summary(source: Any) -> bool:
 
 
 def _read(path: Path) -> dict | None:
-    """A cache file, parsed; None when it is missing, not a regular file (a FIFO would
-    block the open for ever), too large, not JSON or not of this format."""
-    try:
-        with open_regular_file(str(path)) as handle:
-            if os.fstat(handle.fileno()).st_size > MAX_CACHE_BYTES:
-                return None
-            stored = json.loads(handle.read())
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(stored, dict) or stored.get("format") != CACHE_FORMAT:
-        return None
-    return stored
+    """A cache file's payload, parsed; None when ``read_sealed`` gives none (missing, not
+    a regular file, too large, of another format, damaged) or it is not a JSON object."""
+    payload = read_sealed(path, CACHE_FORMAT, MAX_CACHE_BYTES)
+    return None if payload is None else json_object(payload)
 
 
 def units_json(units: dict[str, tuple[str, UnitRecord]]) -> str:
@@ -159,20 +167,16 @@ def units_json(units: dict[str, tuple[str, UnitRecord]]) -> str:
 
 def save(path: Path, units: str) -> None:
     """Write ``units`` (``units_json``) to ``path``."""
-    _write(path, [f'{{"format":{CACHE_FORMAT},"units":', units, "}"])
+    write_sealed(path, CACHE_FORMAT, [b'{"units":', units.encode(), b"}"])
 
 
 def save_document(path: Path, key: str, value: dict) -> None:
     """Keep ``value``, the whole document, beside ``path`` under ``key``."""
     try:
-        encoded = _compact({"format": CACHE_FORMAT, "key": key, "value": value})
+        encoded = _compact({"key": key, "value": value})
     except (ValueError, TypeError):
         return
-    _write(document_path(path), [encoded])
-
-
-def _write(path: Path, pieces: list[str]) -> None:
-    write_whole(path, [piece.encode() for piece in pieces])
+    write_sealed(document_path(path), CACHE_FORMAT, [encoded.encode()])
 
 
 def _compact(value: Any) -> str:
@@ -269,3 +273,6 @@ def _count(value: Any) -> int:
 
 _STATE_FIELDS = _fields(SessionState, ("tools", "findings", "index_tokens"))
 _FINDING_FIELDS = _fields(Finding)
+#: The fields of a document's session (``known_from`` only when it is known) and finding.
+_SESSION_KEYS = frozenset(SessionState("").as_json())
+_FINDING_KEYS = frozenset(Finding("", "", "", "warning", 0, None, 0, "").as_json())

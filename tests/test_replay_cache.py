@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -188,7 +189,22 @@ def damage_file(path: Path, damage: str) -> None:
         path.unlink()
         os.mkfifo(path)
     elif damage == "other-format":
-        path.write_text(json.dumps({**json.loads(text), "format": 999}))
+        path.write_text(re.sub(r'"format":\d+', '"format":999', text, count=1))
+
+
+def stored(path: Path) -> dict:
+    """What a cache file holds, as the cache reads it."""
+    return replay_cache._read(path)
+
+
+def forge_document(units_path: Path, key: str, value) -> None:
+    """A whole document written as the cache writes one: by someone who can write the cache
+    dir, or an older clawwatch (seals match, the shape need not)."""
+    replay_cache.save_document(units_path, key, value)
+
+
+def forge_units(units_path: Path, units: dict) -> None:
+    replay_cache.save(units_path, json.dumps(units))
 
 
 @pytest.mark.timeout(30)
@@ -204,17 +220,14 @@ def test_a_damaged_cache_is_a_miss(dirs, tmp_path, damage):
         damage_file(units_path, damage)
         damage_file(document_path, damage)
     elif damage == "forged-document":
-        stored = json.loads(document_path.read_text())
-        stored["value"]["sessions"] = "none"
-        document_path.write_text(json.dumps(stored))
+        kept = stored(document_path)
+        forge_document(units_path, kept["key"], {**kept["value"], "sessions": "none"})
     elif damage == "another-documents-key":
-        stored = json.loads(document_path.read_text())
-        stored["key"] = "0" * 64
-        document_path.write_text(json.dumps(stored))
+        forge_document(units_path, "0" * 64, stored(document_path)["value"])
     else:       # a session's entry forged: the sessions' file alone answers
         document_path.unlink()
-        stored = json.loads(units_path.read_text())
-        for entry in stored["units"].values():
+        units = stored(units_path)["units"]
+        for entry in units.values():
             if damage == "forged-counts":
                 entry["state"]["tool_calls"] = -5
             elif damage == "forged-fields":
@@ -222,7 +235,57 @@ def test_a_damaged_cache_is_a_miss(dirs, tmp_path, damage):
             elif damage == "forged-finding":
                 for finding in entry["state"]["findings"]:
                     finding["count"] = "many"
-        units_path.write_text(json.dumps(stored))
+        forge_units(units_path, units)
+    assert run(dirs / "legacy", cache) == expected
+
+
+@pytest.mark.parametrize("which", ["document", "units"])
+def test_a_cache_file_changed_by_one_byte_is_a_miss(dirs, tmp_path, which):
+    """A digit changed inside a value still parses and has the right shape: only the seal
+    tells the file from the one written."""
+    cache = tmp_path / "cache"
+    expected = run(dirs / "legacy", cache)
+    units_path, document_path = cache_files(cache)
+    if which == "units":
+        document_path.unlink()          # the sessions' file alone answers
+    path = document_path if which == "document" else units_path
+    text = path.read_text()
+    digit = re.search(r'"tool_calls":([1-9])', text).start(1)
+    path.write_text(text[:digit] + ("7" if text[digit] != "7" else "8") + text[digit + 1:])
+    assert run(dirs / "legacy", cache) == expected
+
+
+def test_a_document_of_another_shape_is_a_miss_for_the_cli(dirs, tmp_path):
+    """A document whose sessions lost their fields, sealed as the cache seals (an older
+    clawwatch, or someone who can write the cache dir): ``replay`` prints a cold read's
+    table, ``replay --json`` its document, and neither fails."""
+    cache = tmp_path / "xdg"
+    env = {"XDG_CACHE_HOME": str(cache), "HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+
+    def cli(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "monitor", "replay", "--state-dir",
+                               str(dirs / "legacy"), "--jobs", "1", *extra], cwd=REPO,
+                              env=env, text=True, capture_output=True, timeout=300)
+
+    cold_document, cold_table = cli("--json", "--no-cache").stdout, cli("--no-cache").stdout
+    cli("--json")
+    units_path, document_path = cache_files(cache / "clawwatch" / "replay")
+    kept = stored(document_path)
+    emptied = {**kept["value"], "sessions": [{} for _ in kept["value"]["sessions"]]}
+    for extra, expected in ((["--json"], cold_document), ([], cold_table)):
+        forge_document(units_path, kept["key"], emptied)
+        result = cli(*extra)
+        assert (result.returncode, result.stdout, result.stderr) == (0, expected, "")
+
+
+def test_a_cache_file_of_the_format_before_seals_is_a_miss(dirs, tmp_path):
+    cache = tmp_path / "cache"
+    expected = run(dirs / "legacy", cache)
+    _, document_path = cache_files(cache)
+    kept = stored(document_path)
+    sessions = [{**s, "tool_calls": s["tool_calls"] + 1} for s in kept["value"]["sessions"]]
+    document_path.write_text(json.dumps({"format": 1, "key": kept["key"], "value": {
+        **kept["value"], "sessions": sessions}}, separators=(",", ":")))
     assert run(dirs / "legacy", cache) == expected
 
 
