@@ -122,7 +122,7 @@ def test_tool_names_are_normalised_like_openclaw():
     assert normalize_tool_name(" Exec ") == "exec"
     assert normalize_tool_name("") == "tool"
     assert normalize_tool_name(None) == "tool"
-    assert normalize_tool_name("bad name!") == "undefined"
+    assert normalize_tool_name("Bad name!") == "bad name!"
 
 
 def test_js_number_and_trim_edge_cases():

@@ -48,6 +48,25 @@ def js_trim(text: str) -> str:
     return text.strip(_JS_WHITESPACE)
 
 
+#: Letters whose lowercase Node 24 (Unicode 17) knows and Python 3.11 (Unicode 14) does not:
+#: single letters, and two blocks of capitals whose lowercase lies a fixed distance on.
+_JS_ONLY_LOWERCASE = {
+    0x1C89: 0x1C8A, 0xA7CB: 0x0264, 0xA7CC: 0xA7CD, 0xA7CE: 0xA7CF, 0xA7D2: 0xA7D3,
+    0xA7D4: 0xA7D5, 0xA7DA: 0xA7DB, 0xA7DC: 0x019B,
+    **{code: code + 0x20 for code in range(0x10D50, 0x10D66)},
+    **{code: code + 0x1B for code in range(0x16EA0, 0x16EB9)},
+}
+
+
+def js_lower(text: str) -> str:
+    """``String.prototype.toLowerCase`` as Node 24 does it: Python's ``lower`` plus the
+    letters of the newer Unicode that Python's tables lack (full mappings and the final
+    sigma agree)."""
+    if text.isascii():
+        return text.lower()
+    return text.translate(_JS_ONLY_LOWERCASE).lower()
+
+
 def js_float(value: float | int) -> float:
     """The JavaScript number ``JSON.parse`` makes of ``value``: an integer too large for a
     double is ``Infinity`` (or ``-Infinity``), where Python's ``float()`` raises

@@ -19,14 +19,18 @@ MIN_STABLE_CALLS_PER_VARIANT = 3
 
 
 class Record:
-    """One call in the history; the outcome fields are filled when its result arrives."""
+    """One call in the history; the outcome fields are filled when its result arrives.
+
+    ``tool`` is the name OpenClaw keys the call by (``normalize_tool_name``); ``shown`` the
+    name it was called by, which the dashboard shows."""
 
     __slots__ = ("args_hash", "call_id", "call_index", "failure_identity", "kind",
-                 "no_progress", "result_hash", "run_id", "tool", "unknown_tool_name")
+                 "no_progress", "result_hash", "run_id", "shown", "tool", "unknown_tool_name")
 
     def __init__(self, tool: str, args_hash: str, call_id: str | None, run_id: str | None,
-                 call_index: int = 0) -> None:
+                 call_index: int = 0, shown: str | None = None) -> None:
         self.tool = tool
+        self.shown = shown or tool
         self.args_hash = args_hash
         self.call_id = call_id
         self.run_id = run_id
@@ -74,7 +78,12 @@ class Verdict:
     @property
     def message(self) -> str:
         """The text OpenClaw gives the model with this verdict."""
-        tool, count, critical = self.tool, self.count, self.level == "critical"
+        return self.message_naming(self.tool)
+
+    def message_naming(self, tool: str) -> str:
+        """OpenClaw's text with ``tool`` where it names the tool by its loop-detection name:
+        a finding names the tool as it was called (``Bash``, not ``exec``)."""
+        count, critical = self.count, self.level == "critical"
         detector = self.detector
         if detector == "unknown_tool_repeat":
             return (f"CRITICAL: attempted unavailable tool {self.detail} {count} times. Stop "

@@ -48,7 +48,7 @@ class PendingCall:
                  run_id: str | None, index: int, known_poll: bool,
                  shown: str | None = None) -> None:
         self.tool = tool
-        self.shown = shown or tool      # the name findings show (a CLI's own tool name)
+        self.shown = shown or tool      # the name findings show: the name as called
         self.params = params
         self.args_hash = args_hash
         self.call_id = call_id
@@ -61,10 +61,14 @@ class PendingCall:
 
 @dataclass(slots=True)
 class LastCall:
+    """The latest call, for the dashboard's streaks: ``tool`` as OpenClaw keys it,
+    ``shown`` as it was called."""
+
     tool: str
     args_hash: str
     known_poll: bool
     run_id: str | None
+    shown: str
 
 
 class BoundedGate:

@@ -32,7 +32,7 @@ def _alternation(history: list[Record], run_id: str | None) -> PingPongPair | No
         results = [r.result_hash for r in window if r.args_hash == args_hash]
         return bool(results) and all(results) and len(set(results)) == 1
 
-    return PingPongPair(run_id, last.tool, other.tool, last.args_hash, other.args_hash,
+    return PingPongPair(run_id, last.shown, other.shown, last.args_hash, other.args_hash,
                         tail + 1, stable(last.args_hash), stable(other.args_hash))
 
 
@@ -58,23 +58,23 @@ def streak_statuses(state: SessionState, settings: Settings) -> list[StreakStatu
                           last.known_poll)
         if on.generic_repeat:
             out.append(StreakStatus("generic_repeat", metrics.recent_count, limits.warning,
-                                    limits.critical, last.tool,
+                                    limits.critical, last.shown,
                                     critical_count=0 if last.known_poll else metrics.no_progress,
                                     detail="identical-argument calls; critical counts identical "
                                            "outcomes"))
         if on.known_poll_no_progress:
             out.append(StreakStatus("known_poll_no_progress",
                                     metrics.no_progress if last.known_poll else 0,
-                                    limits.warning, limits.critical, last.tool))
+                                    limits.warning, limits.critical, last.shown))
         if on.global_circuit_breaker:
             out.append(StreakStatus("global_circuit_breaker", metrics.no_progress, None,
-                                    limits.global_breaker, last.tool))
+                                    limits.global_breaker, last.shown))
         if on.unknown_tool_repeat:
             out.append(StreakStatus("unknown_tool_repeat", metrics.unknown_tool, None,
-                                    limits.unknown_tool, last.tool))
+                                    limits.unknown_tool, last.shown))
         if on.argument_churn:
             out.append(StreakStatus("argument_churn", metrics.argument_churn, limits.warning,
-                                    None, last.tool))
+                                    None, last.shown))
     if on.ping_pong:
         pair = next((p for p in ping_pong_pairs(state)
                      if last is None or p.run_id == last.run_id), None)

@@ -5,14 +5,14 @@ before loop admission, which OpenClaw never records).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from monitor.detect.jsstable import UNDEFINED, js_trim, stable_digest
+from monitor.detect.jsstable import UNDEFINED, js_lower, js_trim, stable_digest
 from monitor.detect.memo import BoundedMemo
 from monitor.detect.remembered_digests import remembered_digest
 
-_TOOL_NAME = re.compile(r"^[a-z0-9._-]+$")
+#: ``TOOL_NAME_ALIASES`` of OpenClaw's ``tool-policy-shared``: one tool under two names.
+TOOL_NAME_ALIASES = {"bash": "exec", "apply-patch": "apply_patch", "cron": "automations"}
 #: Up to this many tool names of at most this many characters are remembered.
 REMEMBERED_NAMES = 256
 REMEMBERED_NAME_CHARS = 256
@@ -20,9 +20,11 @@ _NORMALIZED_NAMES = BoundedMemo(REMEMBERED_NAMES)
 
 
 def normalize_tool_name(name: str | None) -> str:
-    """``normalizeToolPolicyName(name || "tool")``; invalid names become ``undefined`` as in JS.
-    Names up to ``REMEMBERED_NAME_CHARS`` long are remembered (an agent calls a few tools
-    over and over)."""
+    """The name OpenClaw's loop detection keys a call by:
+    ``normalizeToolPolicyName(name || "tool")`` of ``tool-policy-shared`` — trimmed,
+    lowercased, an alias made the tool it stands for (``bash`` is ``exec``). Any text is a
+    name; none is refused. Names up to ``REMEMBERED_NAME_CHARS`` long are remembered (an
+    agent calls a few tools over and over)."""
     normalized = _NORMALIZED_NAMES.get(name)
     if normalized is None:
         normalized = _normalize_tool_name(name)
@@ -32,10 +34,8 @@ def normalize_tool_name(name: str | None) -> str:
 
 
 def _normalize_tool_name(name: str | None) -> str:
-    normalized = js_trim(name or "tool").lower()
-    if not normalized or len(normalized) > 128 or not _TOOL_NAME.match(normalized):
-        return "undefined"
-    return normalized
+    folded = js_lower(js_trim(name or "tool"))
+    return TOOL_NAME_ALIASES.get(folded, folded)
 
 
 def tool_params(arguments: Any, has_arguments: bool = True) -> Any:

@@ -53,10 +53,10 @@ class ToolCallJudge:
              run_id: str | None) -> list[Finding]:
         """Judge a call as it is seen, against the run's history and its batch so far."""
         state.call_index += 1
-        # A Claude Code / Codex call is judged by the OpenClaw tool of its shape (``shape``);
-        # findings show the CLI's own tool name.
+        # A Claude Code / Codex call is judged by the OpenClaw tool of its shape (``shape``).
+        # Findings show the name as called: the CLI's own, or ``Bash`` where OpenClaw says exec.
         tool = normalize_tool_name(event.shape or event.name)
-        shown = event.name if event.shape else None
+        shown = event.name
         params = tool_params(event.arguments, event.has_arguments)
         args_hash = hash_tool_call(tool, params)
         known_poll = is_known_poll(tool, params)
@@ -78,7 +78,7 @@ class ToolCallJudge:
                     findings.append(finding)
                 if verdict.level == "critical":
                     state.batch_blocked = args_hash
-        state.last_call = LastCall(tool, args_hash, known_poll, run_id)
+        state.last_call = LastCall(tool, args_hash, known_poll, run_id, call.shown)
         state.batch.append(call)
         state.batch_run = run_id
         if settings.detection.detectors.iteration_budget:
@@ -94,11 +94,9 @@ class ToolCallJudge:
         gate = state.warning_buckets if verdict.level == "warning" else state.critical_buckets
         if not gate.passes(key, bucket):
             return None
-        message = verdict.message
-        if call.shown != call.tool:              # "Called exec ..." -> "Called Bash ..."
-            message = message.replace(f" {call.tool} ", f" {call.shown} ", 1)
         return Finding(state.key, state.session_id, verdict.detector, verdict.level,
-                       verdict.count, call.shown, call.index, message, key, ts)
+                       verdict.count, call.shown, call.index,
+                       verdict.message_naming(call.shown), key, ts)
 
     def commit(self, state: SessionState, veto: ToolResult | LoopVeto | None) -> None:
         """Enter the pending batch into the history (see the module docstring)."""
@@ -113,14 +111,14 @@ class ToolCallJudge:
                 call.vetoed = True
                 if call.args_hash == action_key:
                     record = Record(call.tool, call.args_hash, call.call_id, call.run_id,
-                                    call.index)
+                                    call.index, call.shown)
                     record.kind = VETO_KIND
                     state.add_record(record)
             state.critical_buckets.clear()
         else:
             for call in state.batch:
                 call.record = Record(call.tool, call.args_hash, call.call_id, call.run_id,
-                                     call.index)
+                                     call.index, call.shown)
                 state.add_record(call.record)
         for call in state.batch:
             state.remember_pending(call)
@@ -150,7 +148,7 @@ class ToolCallJudge:
             record = call.record
             if record is None or record.has_outcome or record not in state.records:
                 record = Record(call.tool, call.args_hash, call.call_id, call.run_id,
-                                call.index)
+                                call.index, call.shown)
                 state.add_record(record)
             record.result_hash = outcome.result_hash
             record.kind = outcome.kind
