@@ -142,9 +142,11 @@ def test_a_claude_code_or_codex_transcript_given_as_a_path_is_read_as_theirs(tmp
     assert keys[f"claude-code:{CLAUDE_LOOP}"]["tokens"]["total"] == 167482
 
 
-def test_jobs_2_gives_the_jobs_1_document(tmp_path, monkeypatch):
-    monkeypatch.setattr(replay_shards, "BYTES_PER_JOB", 1)     # small dirs: split anyway
-    for name, value in clean_env(tmp_path).items():
+def replay_documents(home: Path, monkeypatch, *args: str) -> list[dict]:
+    """``replay ARGS --json`` read in this process with ``--jobs 1`` and with ``--jobs 2``
+    (small dirs split anyway), seeing no agent's dirs but those in ``args``."""
+    monkeypatch.setattr(replay_shards, "BYTES_PER_JOB", 1)
+    for name, value in clean_env(home).items():
         monkeypatch.setenv(name, value)
     for name in [n for n in os.environ if n.startswith(("CLAUDE_", "CODEX_", "OPENCLAW_"))]:
         monkeypatch.delenv(name)
@@ -152,9 +154,14 @@ def test_jobs_2_gives_the_jobs_1_document(tmp_path, monkeypatch):
     for jobs in ("1", "2"):
         out = io.StringIO()
         with redirect_stdout(out):
-            assert cli.main(["replay", "--claude-dir", str(CLAUDE), "--codex-dir", str(CODEX),
-                             "--json", "--jobs", jobs]) == 0
+            assert cli.main(["replay", *args, "--json", "--jobs", jobs]) == 0
         documents.append(json.loads(out.getvalue()))
+    return documents
+
+
+def test_jobs_2_gives_the_jobs_1_document(tmp_path, monkeypatch):
+    documents = replay_documents(tmp_path, monkeypatch, "--claude-dir", str(CLAUDE),
+                                 "--codex-dir", str(CODEX))
     assert documents[0] == documents[1]
     assert len(documents[0]["sessions"]) == 7
     via_cli = replay_json("--claude-dir", str(CLAUDE), "--codex-dir", str(CODEX),

@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from restart_reads import read_across_a_restart
 
 from monitor.detect.engine import DetectionEngine
 from monitor.events import (
@@ -256,15 +257,9 @@ def test_a_restart_from_the_checkpoint_reads_every_line_once(tmp_path):
     lines = data.splitlines(keepends=True)
     cut = sum(len(line) for line in lines[:3]) + 40     # mid-way through the reply's 2nd line
     target = copy_project(tmp_path, LEGACY_FILE, data[:cut])
-    before = ClaudeCodeSource(str(tmp_path / "projects"))
-    first = before.poll()
-    saved = json.loads(json.dumps(before.checkpoint()))
-    before.close()
-    with open(target, "ab") as handle:
-        handle.write(data[cut:])
-    after = ClaudeCodeSource(str(tmp_path / "projects"), resume=saved)
-    with complete_files():
-        second = after.poll()
+    first, second = read_across_a_restart(
+        lambda saved: ClaudeCodeSource(str(tmp_path / "projects"), resume=saved), target,
+        data[cut:])
     assert ids(first) + ids(second) == ids(whole)
     assert tokens(first + second, LEGACY) == tokens(whole, LEGACY) == {
         "input": 34, "output": 483, "cache_write": 4570, "cache_read": 74300, "total": 79387}

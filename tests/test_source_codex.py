@@ -22,6 +22,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from restart_reads import read_across_a_restart
 from test_source_claude_code import run_ccusage
 
 from monitor.detect.engine import DetectionEngine
@@ -213,16 +214,9 @@ def test_a_restart_from_the_checkpoint_keeps_the_cumulative_baseline(tmp_path):
         third = data.index(b'"type":"token_count"', third + 1)
     cut = data.index(b"\n", third) + 30           # inside the line after the third total
     target = copy_rollout(tmp_path, LOOP_FILE, data[:cut])
-    before = CodexSource(str(tmp_path / "sessions"))
-    first = before.poll()
+    first, second = read_across_a_restart(
+        lambda saved: CodexSource(str(tmp_path / "sessions"), resume=saved), target, data[cut:])
     assert len(of(first, AssistantMessage)) == 3
-    saved = json.loads(json.dumps(before.checkpoint()))
-    before.close()
-    with open(target, "ab") as handle:
-        handle.write(data[cut:])
-    after = CodexSource(str(tmp_path / "sessions"), resume=saved)
-    with complete_files():
-        second = after.poll()
     assert ids(first) + ids(second) == ids(whole)
     assert tokens(first + second, LOOP) == tokens(whole, LOOP)
     assert tokens(first + second, LOOP)["total"] == 143608
@@ -309,7 +303,8 @@ def test_hostile_lines_are_errors_with_their_offsets_and_never_stop_the_reader(t
     assert len(of(events, ToolCall)) == 13
     assert tokens(events, LOOP)["total"] == 143608
     garbage = {"files": {str(target): {"ino": []}}, "parse": {
-        "files": {str(target): {"total": ["a"], "session": 5, "replay": 3}}, "calls": [[1]]}}
+        "files": {str(target): {"total": ["a"], "session": 5, "copy_second": 3,
+                                 "copied_turn": "yes"}}, "calls": [[1]]}}
     assert CodexSource(str(tmp_path / "sessions"), resume=garbage).poll()
 
 
@@ -374,33 +369,3 @@ def test_a_rollout_repeating_more_calls_than_are_kept_calls_only_its_new_one(tmp
     _, events = read_all(tmp_path / "sessions")
     assert len(of(events, ToolCall, first)) == 40
     assert ids(of(events, ToolCall, second)) == ["call_000040"]
-
-
-def test_a_forks_copied_outputs_answer_no_call_of_the_fork_and_raise_nothing(tmp_path):
-    """``codex fork`` starts the new rollout with its parent's items, outputs included. The
-    copied calls are not called again; the copied outputs are read, but they answer no call of
-    the fork, so the fork's calls and findings are those of the fork without them."""
-    fork = "01a22fb7-ffff-7723-86b7-4a2c25a78eef"
-    lines = LOOP_FILE.read_text().splitlines()
-    meta = json.loads(lines[0])
-    meta["payload"].update(id=fork, session_id=fork)
-
-    def fork_events(copied: list[str], root: Path) -> tuple[list, list]:
-        copy_rollout(root, LOOP_FILE, LOOP_FILE.read_bytes())
-        name = f"rollout-2026-12-01T04-00-00-{fork}.jsonl"
-        (root / "sessions" / LOOP_FILE.relative_to(SESSIONS).parent / name).write_text(
-            "\n".join([json.dumps(meta), *copied]) + "\n")
-        _, events = read_all(root / "sessions")
-        engine = DetectionEngine()
-        findings = [(f.detector, f.level, f.count) for event in events
-                    if getattr(event, "session_id", None) == fork
-                    and not isinstance(event, SessionInfo)
-                    for f in engine.observe(f"codex:{fork}", "codex", event)]
-        return [e for e in events if getattr(e, "session_id", None) == fork], findings
-
-    with_outputs, found = fork_events(lines, tmp_path / "with")
-    without, found_without = fork_events(
-        [line for line in lines if '"function_call_output"' not in line], tmp_path / "without")
-    assert len(of(with_outputs, ToolResult)) == 12 and of(without, ToolResult) == []
-    assert of(with_outputs, ToolCall) == of(without, ToolCall) == []
-    assert found == found_without

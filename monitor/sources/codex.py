@@ -31,15 +31,17 @@ add up to the last total; a ``token_count`` with only ``last_token_usage`` adds 
 ccusage, ``input`` is the uncached input (``input_tokens - cached - cache write``),
 ``cache_read`` the cached input (at most ``input_tokens``), ``total`` is ``total_tokens``.
 
-A sub-agent's rollout (``session_meta.source.subagent.thread_spawn``) starts with its parent's
-history replayed after a second ``session_meta``, all stamped with the same second: those
-lines only set the token baseline (ccusage skips them too) and are not the sub-agent's calls.
+A rollout that continues another thread (a fork, a backtrack, a ``thread_spawn`` sub-agent)
+may start with that thread's lines copied after a second ``session_meta`` (``codex_copies``
+says which): they are the parent's, spent and called once, by the parent, so they are no event
+of this rollout and their totals only set its starting total (ccusage skips them too). One that
+copies nothing (the paginated layout) starts its totals at its parent's: its first reply counts
+its own ``last_token_usage`` (``codex_usage.share``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections import OrderedDict
@@ -56,7 +58,8 @@ from monitor.events import (
     UserMessage,
 )
 from monitor.sources.cli_tools import codex_result, openclaw_tool, parse_arguments, tool_kind
-from monitor.sources.codex_usage import Counts
+from monitor.sources.codex_copies import still_copied
+from monitor.sources.codex_usage import Counts, share
 from monitor.sources.jsonl_tree import JsonlTreeSource
 from monitor.sources.seen_digests import SeenDigests, digests_state, key_digest, restore_digests
 from monitor.sources.transcript import parse_timestamp, sane_count, tool_name
@@ -92,8 +95,8 @@ def is_codex_entry(entry: dict) -> bool:
 class _Rollout:
     """What one rollout file's lines share."""
 
-    __slots__ = ("announced", "calls", "cwd", "meta_seen", "model", "prompt", "provider",
-                 "replay", "replies", "run_id", "session_id", "subagent", "text_chars", "total")
+    __slots__ = ("announced", "calls", "copied_turn", "copy_second", "cwd", "meta_seen", "model",
+                 "prompt", "provider", "replies", "run_id", "session_id", "text_chars", "total")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -106,8 +109,10 @@ class _Rollout:
         self.total: Counts | None = None
         self.calls = 0
         self.text_chars = 0
-        self.subagent = False
-        self.replay: str | None = None          # the second its parent's history is stamped
+        #: While copied lines are read: the second the copied ``session_meta`` is stamped.
+        self.copy_second: str | None = None
+        #: A copied turn has begun (its lines are copies whatever their stamp).
+        self.copied_turn = False
         self.replies = 0
         #: The last prompt given as a ``UserMessage`` (replies so far, digest of its text).
         self.prompt: str | None = None
@@ -116,7 +121,8 @@ class _Rollout:
         return {"session": self.session_id, "meta": self.meta_seen, "cwd": self.cwd,
                 "model": self.model, "provider": self.provider, "run": self.run_id,
                 "calls": self.calls,
-                "text": self.text_chars, "subagent": self.subagent, "replay": self.replay,
+                "text": self.text_chars, "copy_second": self.copy_second,
+                "copied_turn": self.copied_turn,
                 "replies": self.replies, "prompt": self.prompt,
                 "total": self.total.as_list() if self.total else None}
 
@@ -129,8 +135,8 @@ class _Rollout:
         self.run_id = _safe_id(saved.get("run"))
         self.calls = sane_count(saved.get("calls")) or 0
         self.text_chars = sane_count(saved.get("text")) or 0
-        self.subagent = saved.get("subagent") is True
-        self.replay = _text(saved.get("replay"))
+        self.copy_second = _text(saved.get("copy_second"))
+        self.copied_turn = saved.get("copied_turn") is True
         self.replies = sane_count(saved.get("replies")) or 0
         self.prompt = _text(saved.get("prompt"))
         total = saved.get("total")
@@ -195,11 +201,14 @@ class CodexSource(JsonlTreeSource):
             return []
         rollout = self._rollout(path)
         stamp = _text(entry.get("timestamp")) or ""
-        if rollout.replay is not None:
-            if stamp[:19] == rollout.replay:
-                self._replayed(rollout, line_type, payload)
+        if rollout.copy_second is not None:
+            copied, rollout.copied_turn = still_copied(
+                rollout.session_id, line_type, payload, stamp[:19] == rollout.copy_second,
+                rollout.copied_turn)
+            if copied:
+                self._copied(rollout, line_type, payload)
                 return []
-            rollout.replay = None
+            rollout.copy_second, rollout.copied_turn = None, False
         ts = parse_timestamp(stamp)
         origin = f"{path}@{offset}"
         events: list = []
@@ -228,21 +237,20 @@ class CodexSource(JsonlTreeSource):
 
     def _session_meta(self, rollout: _Rollout, payload: dict, stamp: str, ts: float | None,
                       origin: str) -> list:
-        if rollout.meta_seen:                    # a parent's meta: its history follows
-            if rollout.subagent:
-                rollout.replay = stamp[:19]
+        if rollout.meta_seen:
+            if _safe_id(payload.get("id")) not in (None, rollout.session_id):
+                rollout.copy_second = stamp[:19]          # a parent's meta: its history follows
             return []
         rollout.meta_seen = True
         rollout.session_id = _safe_id(payload.get("id")) or _safe_id(
             payload.get("session_id")) or rollout.session_id
         rollout.cwd = _text(payload.get("cwd"))
         rollout.provider = _text(payload.get("model_provider"))
-        source = payload.get("source")
-        rollout.subagent = isinstance(source, dict) and "thread_spawn" in json.dumps(source)
         return [SessionStart(rollout.session_id, ts, rollout.cwd, origin)]
 
-    def _replayed(self, rollout: _Rollout, line_type: str, payload: dict) -> None:
-        """A line of the parent's history in a sub-agent's rollout: only its total counts."""
+    def _copied(self, rollout: _Rollout, line_type: str, payload: dict) -> None:
+        """A line of the parent's history copied into this rollout: only its total is kept,
+        as the total this rollout starts from."""
         if line_type == "event_msg" and payload.get("type") == "token_count":
             info = payload.get("info")
             total = Counts.of(info.get("total_token_usage")) if isinstance(info, dict) else None
@@ -332,16 +340,13 @@ class CodexSource(JsonlTreeSource):
         if not isinstance(info, dict):
             return []
         total = Counts.of(info.get("total_token_usage"))
+        previous = rollout.total
         if total is not None:
-            previous, rollout.total = rollout.total, total
+            rollout.total = total
             if previous == total:
                 return []
-            moved = total.minus(previous) if previous is not None else total
-        else:
-            moved = Counts.of(info.get("last_token_usage"))
-            if moved is None:
-                return []
-        if not (moved.input or moved.cached or moved.output or moved.reasoning):
+        moved = share(total, Counts.of(info.get("last_token_usage")), previous)
+        if moved is None or not (moved.input or moved.cached or moved.output or moved.reasoning):
             return []
         return [self._reply(rollout, moved.as_usage(), ts, origin, None, None)]
 

@@ -5,7 +5,8 @@ and, since 0.17x, ``cache_write_input_tokens``; ``output_tokens`` including
 ``reasoning_output_tokens``; ``total_tokens``) and writes it, cumulative, in every
 ``token_count`` event (``info.total_token_usage``), with the last reply's share beside it
 (``info.last_token_usage``). ``Counts`` is one such object; the source adds up the increases
-of the cumulative total, so a session's tokens end at its last total. ``as_usage`` gives them
+of the cumulative total, so a session's tokens end at its last total (less the total it started
+from, when it continues another thread's: ``share``). ``as_usage`` gives them
 as ccusage reports them: ``input`` the uncached input, ``cache_read`` the cached input (never
 more than the input), ``cache_write`` the cache writes, ``total`` ``total_tokens`` (input +
 output when a version did not write it).
@@ -64,3 +65,22 @@ class Counts:
         cached = min(self.cached, self.input)
         return Usage(input=max(0, self.input - cached - self.cache_write), output=self.output,
                      cache_read=cached, cache_write=self.cache_write, total=self.total)
+
+
+def share(total: Counts | None, last: Counts | None, previous: Counts | None) -> Counts | None:
+    """What one ``token_count`` adds to the rollout: the move of the cumulative ``total`` since
+    the ``previous`` total; ``last`` (``last_token_usage``) when no total is given.
+
+    With no total before it in this rollout, the share is ``last`` (never above ``total``),
+    not the whole total: codex-rs seeds a thread that continues another's history (a fork in
+    the paginated layout, which copies no lines) with the other's total and adds each reply's
+    last usage to it, so the first total of such a rollout holds what its parent spent. In a
+    rollout of its own the first total is its first reply's usage, the same either way.
+    ccusage counts every reply's ``last_token_usage`` as well."""
+    if total is None:
+        return last
+    if previous is not None:
+        return total.minus(previous)
+    if last is not None:
+        return total.minus(total.minus(last))
+    return total
