@@ -74,6 +74,7 @@ def cmd_watch(args) -> int:
         from_start=args.from_start, claude_dirs=tuple(found.claude_dirs),
         codex_dirs=tuple(found.codex_dirs),
         rolling_log_dirs=tuple(found.log_dirs) if found.log_is_rolling and not stream else (),
+        rolling_log_family=found.log_family,
         history_readers=reader_processes(config.history.reader_processes))
     monitor = Monitor(sources, detection_engine(config),
                       detect_since=None if args.from_start else history_cutoff(config))

@@ -6,12 +6,12 @@ remembers every place it looked so a failure can name them.
 
 from __future__ import annotations
 
-import glob
 import os
 import stat
 from dataclasses import dataclass, field
 
 from monitor import untrusted_json
+from monitor.log_names import DEFAULT_FAMILY, log_family, newest_log_in, rolls, todays_log
 from monitor.redaction import clip_redacted, register_known_secret, register_url_secrets
 from monitor.sources.regular import file_kind, read_bounded
 from monitor.sources.transcript_names import nameable
@@ -47,6 +47,8 @@ class Discovered:
     log_relative: bool = False
     #: Why openclaw.json (``openclaw_config_path``) could not be read, when it is there.
     config_problem: str | None = None
+    #: The family of the dated logs a rolling log moves to (``monitor.log_names``).
+    log_family: str = DEFAULT_FAMILY
 
     @property
     def has_openclaw(self) -> bool:
@@ -284,24 +286,6 @@ def default_log_dirs(env) -> list[str]:
     return ["/tmp/openclaw", os.path.join(tmp, f"openclaw-{uid}")]
 
 
-def newest_log_in(dirs: list[str]) -> str | None:
-    """The newest-mtime ``openclaw-*.log`` (not a numbered rotation): the gateway keeps
-    writing to the file named for its start date, so today's name can be stale."""
-    best: tuple[float, str] | None = None
-    for directory in dirs:
-        for path in glob.glob(os.path.join(directory, "openclaw-*.log")):
-            stem = os.path.basename(path)[: -len(".log")]
-            if stem.rsplit(".", 1)[-1].isdigit():
-                continue
-            try:
-                mtime = os.stat(path).st_mtime
-            except OSError:
-                continue
-            if best is None or mtime > best[0]:
-                best = (mtime, path)
-    return best[1] if best else None
-
-
 def gateway_port(gateway_config: dict, config_path: str | None, tried: list[str]
                  ) -> int | None:
     """``gateway.port`` of openclaw.json when it is a port (1 to 65535); one that is not is
@@ -347,8 +331,9 @@ def discover(*, state_dir: str | None = None, profile: str | None = None,
     gateway_config = config.get("gateway") if isinstance(config.get("gateway"), dict) else {}
     logging_config = config.get("logging") if isinstance(config.get("logging"), dict) else {}
     log_dirs = default_log_dirs(env)
+    family = log_family(profile or env.get("OPENCLAW_PROFILE"))
     log_setting = log_problem = None
-    log_relative = False
+    log_relative = configured_rolls = False
     configured_log = logging_config.get("file")
     if log:
         log_path: str | None = os.path.abspath(os.path.expanduser(log))
@@ -358,22 +343,26 @@ def discover(*, state_dir: str | None = None, profile: str | None = None,
         log_path, log_problem = configured_log_path(configured_log, env)
         log_relative = not os.path.isabs(_expand_home_prefix(configured_log, "/"))
         tried.append(f"logging.file {log_path or shown_setting(configured_log)}")
+        if log_path is not None and rolls(log_path):   # the gateway writes each day's file
+            configured_rolls, family = True, DEFAULT_FAMILY
+            log_dirs = [os.path.dirname(log_path)]
+            log_path = newest_log_in(log_dirs) or todays_log(log_dirs[0])
     else:
-        log_path = newest_log_in(log_dirs)
-        tried.extend(os.path.join(d, "openclaw-*.log") for d in log_dirs)
+        log_path = newest_log_in(log_dirs, family)
+        tried.extend(os.path.join(d, f"{family}-YYYY-MM-DD.log") for d in log_dirs)
     port = gateway_port(gateway_config, config_path, tried)
     url = gateway or env.get("OPENCLAW_GATEWAY_URL") or (
         f"ws://127.0.0.1:{port}" if port is not None else None)
     auth = gateway_config.get("auth") if isinstance(gateway_config.get("auth"), dict) else {}
     token = env.get("OPENCLAW_GATEWAY_TOKEN") or (
         auth.get("token") if isinstance(auth.get("token"), str) else None)
-    rolling = not log and not isinstance(logging_config.get("file"), str)
+    rolling = not log and (configured_rolls or not isinstance(configured_log, str))
     register_known_secret(token)  # masked in everything clawwatch outputs
     register_url_secrets(url)
     return Discovered(resolved_state, config_path, config, log_path, log_dirs, url, token, tried,
                       rolling, claude, codex, log_setting=log_setting,
                       log_problem=log_problem, log_relative=log_relative,
-                      config_problem=config_problem)
+                      config_problem=config_problem, log_family=family)
 
 
 def require_something(found: Discovered) -> None:

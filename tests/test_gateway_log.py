@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -86,22 +85,6 @@ def test_numbered_rotations_are_found_oldest_first(tmp_path):
     found = rotated_siblings(str(tmp_path / "openclaw-2026-11-29.log"))
     assert [Path(p).name for p in found] == ["openclaw-2026-11-29.2.log",
                                              "openclaw-2026-11-29.1.log"]
-
-
-def test_source_set_follows_the_next_daily_log_file(tmp_path):
-    from monitor.sources.sourceset import SourceSet
-
-    first = tmp_path / "openclaw-2026-11-28.log"
-    line = {"0": '{"subsystem":"gateway"}', "1": "day one", "_meta": {"logLevelName": "INFO"}}
-    first.write_text(json.dumps(line) + "\n")
-    sources = SourceSet(log_path=str(first), rolling_log_dirs=(str(tmp_path),))
-    assert [n.message for n in sources.poll() if hasattr(n, "trace_id")] == ["day one"]
-    second = tmp_path / "openclaw-2026-11-29.log"
-    second.write_text(json.dumps({**line, "1": "day two"}) + "\n")
-    os.utime(second, (first.stat().st_mtime + 60,) * 2)
-    sources.rescan()
-    assert [n.message for n in sources.poll() if hasattr(n, "trace_id")] == ["day two"]
-    assert sources.log_path == str(second)
 
 
 def test_each_lines_own_bindings_name_its_subsystem_with_few_kept():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from monitor.discovery import newest_log_in
+from monitor.log_names import DEFAULT_FAMILY, newest_log_in
 from monitor.sources.base import Source
 from monitor.sources.claude_code import ClaudeCodeSource, is_claude_code_entry
 from monitor.sources.codex import CodexSource, is_codex_entry
@@ -51,6 +51,7 @@ class SourceSet:
                  paths: tuple[str, ...] = (), resume: dict | None = None,
                  include_archives: bool = False, replay: bool = False,
                  log_from_end: bool = False, rolling_log_dirs: tuple[str, ...] = (),
+                 rolling_log_family: str = DEFAULT_FAMILY,
                  log_stream: str | None = None, from_start: bool = False,
                  transcripts_only: bool = False, only_sessions: frozenset[str] | None = None,
                  count_shared_errors: bool = True, claude_dirs: tuple[str, ...] = (),
@@ -70,6 +71,8 @@ class SourceSet:
         self.count_only: CountOnly | None = None
         self.log_path = log_path
         self.rolling_log_dirs = rolling_log_dirs
+        #: The family of the dated logs in ``rolling_log_dirs`` (``monitor.log_names``).
+        self.rolling_log_family = rolling_log_family
         self.include_archives = include_archives
         #: What this set was built from, for ``session_reader``.
         self._inputs = {"paths": tuple(paths), "claude_dirs": tuple(claude_dirs),
@@ -176,7 +179,8 @@ class SourceSet:
         """Pick up agents (and their databases) created since the last scan, and the
         gateway's next daily log file when the log was found by its rolling name."""
         self._last_scan = time.monotonic()
-        newest = newest_log_in(list(self.rolling_log_dirs)) if self.rolling_log_dirs else None
+        newest = newest_log_in(list(self.rolling_log_dirs), self.rolling_log_family) \
+            if self.rolling_log_dirs else None
         if newest and f"gateway-log:{os.path.abspath(newest)}" not in self._known:
             self.log_path = newest
             self._add(GatewayLogSource(newest))
