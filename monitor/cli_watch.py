@@ -19,6 +19,7 @@ from monitor.cli_setup import (
     source_set,
     start_metrics_if_asked,
 )
+from monitor.discovery import rolling_log
 from monitor.display import json_dumps, printable
 from monitor.records import (
     ActionRecord,
@@ -73,8 +74,7 @@ def cmd_watch(args) -> int:
         resume=resume if args.from_start else rewound(resume), log_stream=stream,
         from_start=args.from_start, claude_dirs=tuple(found.claude_dirs),
         codex_dirs=tuple(found.codex_dirs),
-        rolling_log_dirs=tuple(found.log_dirs) if found.log_is_rolling and not stream else (),
-        rolling_log_family=found.log_family,
+        **({} if stream else rolling_log(found)),
         history_readers=reader_processes(config.history.reader_processes))
     monitor = Monitor(sources, detection_engine(config),
                       detect_since=None if args.from_start else history_cutoff(config))

@@ -65,6 +65,15 @@ class Discovered:
         return ", ".join(parts)
 
 
+def rolling_log(found: Discovered) -> dict:
+    """``SourceSet``'s ``rolling_log_dirs`` and ``rolling_log_family`` for what was found:
+    the dirs of a log found by its dated name, so the next day's file is read when the
+    gateway moves to it (none for a log named by ``--log`` or a fixed ``logging.file``)."""
+    if not found.log_is_rolling:
+        return {}
+    return {"rolling_log_dirs": tuple(found.log_dirs), "rolling_log_family": found.log_family}
+
+
 def resolve_state_dir(explicit: str | None, profile: str | None, env, tried: list[str]
                       ) -> str | None:
     if explicit:

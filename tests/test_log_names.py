@@ -104,3 +104,27 @@ def test_the_next_days_log_is_the_same_profiles(tmp_path):
     assert sources.log_path == str(second)
     sources.close()
     assert newest_log_in([str(tmp_path)]) == str(other)
+
+
+def test_the_board_moves_to_the_next_days_log(tmp_path, monkeypatch):
+    """The dashboard, left running overnight, reads the gateway's next day's file (it kept
+    reading the day it started on), as ``watch`` does: built as the CLI builds it."""
+    from monitor.act.api import DryRunController
+    from monitor.config import Config
+    from monitor.ui.factory import DashboardOptions, build_app
+
+    logs = tmp_path / "logs"
+    write_logs(logs, ["openclaw-2026-11-28.log", "openclaw-work-2026-11-28.log"])
+    monkeypatch.setenv("CLAWWATCH_LOG_DIRS", str(logs))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    app = build_app(DashboardOptions(state_dir=str(tmp_path / "no-state")), config=Config(),
+                    controller=DryRunController())
+    sources = app.ingest.monitor_factory().sources
+    try:
+        assert sources.log_path == str(logs / "openclaw-2026-11-28.log")
+        write_logs(logs, ["openclaw-2026-11-28.log", "openclaw-work-2026-11-29.log",
+                          "openclaw-2026-11-29.log"])
+        sources.rescan()
+        assert sources.log_path == str(logs / "openclaw-2026-11-29.log")
+    finally:
+        sources.close()

@@ -49,8 +49,11 @@ def options_from(args) -> DashboardOptions:
 
 def _monitor_factory(state_dir: str | None, log_path: str | None, config: Config,
                      clock: Callable[[], float], *, claude_dirs: tuple[str, ...] = (),
-                     codex_dirs: tuple[str, ...] = ()) -> Callable[[], object]:
-    """The board's monitor; ``clock`` (the app's) places the history cutoff."""
+                     codex_dirs: tuple[str, ...] = (), rolling: dict | None = None
+                     ) -> Callable[[], object]:
+    """The board's monitor; ``clock`` (the app's) places the history cutoff. ``rolling``:
+    ``rolling_log_dirs`` and ``rolling_log_family`` when the log was found by its dated
+    name, so a board left running past midnight moves to the gateway's next day's file."""
     def make():
         from monitor.detect.engine import DetectionEngine
         from monitor.pipeline import Monitor, history_cutoff
@@ -60,7 +63,7 @@ def _monitor_factory(state_dir: str | None, log_path: str | None, config: Config
         readers = reader_processes(config.history.reader_processes)
         return Monitor(SourceSet(state_dir=state_dir, log_path=log_path,
                                  claude_dirs=claude_dirs, codex_dirs=codex_dirs,
-                                 history_readers=readers),
+                                 history_readers=readers, **(rolling or {})),
                        DetectionEngine(config), detect_since=history_cutoff(config, clock()))
 
     return make
@@ -111,7 +114,7 @@ def build_app(args_or_options, *, config: Config | None = None,
     config = config if config is not None else load_config(options.config)
     controller = controller if controller is not None else DryRunController()
     theme = _theme(options, config)
-    from monitor.discovery import discover, parse_sources, require_something
+    from monitor.discovery import discover, parse_sources, require_something, rolling_log
 
     found = discover(state_dir=options.state_dir, profile=options.profile, log=options.log,
                      gateway=options.gateway, claude_dir=options.claude_dir or (),
@@ -121,7 +124,8 @@ def build_app(args_or_options, *, config: Config | None = None,
                                                                LOG_HINT)]
     return ClawwatchApp(
         _monitor_factory(found.state_dir, found.log_path, config, clock,
-                         claude_dirs=tuple(found.claude_dirs), codex_dirs=tuple(found.codex_dirs)),
+                         claude_dirs=tuple(found.claude_dirs), codex_dirs=tuple(found.codex_dirs),
+                         rolling=rolling_log(found)),
         controller, config, theme=theme, clock=clock, poll_seconds=poll_seconds,
         sub_title=found.state_dir or found.log_path or found.cli_sources_text(),
         expected=expected, **app_options)
