@@ -111,6 +111,20 @@ def test_exec_command_is_recovered_from_a_shell_without_a_snapshot():
     assert pt.exec_command(["/bin/bash", "-c", mentions]) == mentions
 
 
+@pytest.mark.parametrize("command", [
+    'cd /tmp\neval "$(ssh-agent -s)"\nsleep 300', "sleep 301\neval 'sleep 300'",
+    "eval 'sleep 300'", "echo a\neval ", "x\neval 'export PATH=\"${OPENCLAW_PREPEND_PATH}'"])
+def test_an_eval_line_of_the_command_is_the_command_not_the_wrapper(command):
+    """The wrapper's ``eval`` comes first; an ``eval`` line of the command itself (a common
+    ``eval "$(ssh-agent -s)"``, or one written to read as another session's command) is part
+    of the command, in both of the forms OpenClaw runs it in."""
+    snapshot = ("if [ -r 'x' ]; then . 'x'; fi\nexport PATH='/bin'\neval "
+                + eval_argument(command))
+    assert pt.exec_command(["/bin/bash", "--noprofile", "--norc", "-c", snapshot]) == command
+    bare = shlex.split(eval_argument(command))[0]
+    assert pt.exec_command(["/bin/bash", "-c", bare]) == command
+
+
 def test_exec_shells_lists_the_tree_and_not_the_lookalike(tree_factory, lookalike, tmp_path):
     tree = tree_factory("sleep 300 & sleep 301; wait")
     shells = pt.exec_shells(tree.proc)

@@ -170,18 +170,25 @@ def exec_command(argv: list[str]) -> str:
     or is switched off) ``bash -c "<PATH fix>; unset OPENCLAW_PREPEND_PATH; <COMMAND>"``. The
     command is the text after the PATH fix-up. Anything else (a shell that exec'd into its
     command) is returned joined.
+
+    The wrapper's ``eval`` (only with a snapshot) is the first line of the script that is
+    ``eval`` of one quoted word starting with the PATH fix-up: the command itself may hold
+    ``eval`` lines (``eval "$(ssh-agent -s)"``, or one written to pass for another session's
+    command), and those come after it, inside its quotes.
     """
     if len(argv) < 3 or argv[-2] != "-c":
         return " ".join(argv)
     body = argv[-1]
-    at = body.rfind("\neval ")
-    if at >= 0:
+    at = -1 if body.startswith(_PATH_PREFIX_START) else body.find("\neval ")
+    while at >= 0:
         try:
             words = shlex.split(body[at + 1:])
         except ValueError:
             words = []
-        if len(words) == 2 and words[0] == "eval":
+        if len(words) == 2 and words[0] == "eval" and words[1].startswith(_PATH_PREFIX_START):
             body = words[1]
+            break
+        at = body.find("\neval ", at + 1)
     if body.startswith(_PATH_PREFIX_START):
         cut = body.find(_PATH_PREFIX_END)
         if cut >= 0:
