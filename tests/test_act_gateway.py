@@ -222,6 +222,13 @@ class FakeGateway:
         if self.behaviour == "many-long-runs":
             return {"aborted": True, "runIds": [f"run-{n}-\x1b]0;x\x07{'R' * 300}"
                                                 for n in range(10_000)]}
+        if self.behaviour in ("busy-unaborted", "busy-ended"):
+            return {"chat.abort": {"aborted": False},
+                    "sessions.list": {"sessions": [{"key": "agent:main:busy",
+                                                    "hasActiveRun": True}]},
+                    "sessions.abort": {"abortedRunId": None, "status": "busy"
+                                       if self.behaviour == "busy-unaborted" else "no-active-run"},
+                    }.get(method, {"ok": True})
         if self.behaviour == "rows-keyed-by-objects":
             if method != "sessions.list":
                 return {"ok": True}
@@ -244,6 +251,10 @@ class FakeGateway:
                 self._send(sock, {"type": "event", "event": "flood", "payload": text})
                 self._send(sock, {"type": "res", "id": f"stray-{number}", "ok": True,
                                   "payload": text})
+        if self.behaviour == "ok-as-text":          # JSON's "false" is a string: truthy
+            self._send(sock, {"type": "res", "id": request["id"], "ok": "false",
+                              "error": {"code": "UNAVAILABLE"}, "payload": {"aborted": "no"}})
+            return
         crafted = self._crafted_answer(method)
         if crafted is not None:
             self._send(sock, {"type": "res", "id": request["id"], "ok": True,
@@ -529,6 +540,23 @@ def test_stop_exits_0_on_an_idle_session(fake_gateway, tmp_path):
     assert code == 0, err
     assert "no active run (session idle)" in lines[0]["detail"]
     assert [m for m, _ in gateway.requests] == ["connect", "chat.abort", "sessions.list"]
+
+
+@pytest.mark.parametrize(("behaviour", "code", "said"), [
+    ("busy-unaborted", 1, "neither chat.abort nor sessions.abort aborted it (sessions.abort "
+                          "status busy)"),
+    ("ok-as-text", 1, "chat.abort"),
+    ("busy-ended", 0, "no active run (session idle)")])
+def test_stop_succeeds_only_on_what_the_gateway_says_it_did(fake_gateway, tmp_path, behaviour,
+                                                            code, said):
+    """An answer is a success only as the protocol writes one (``ok: true``, ``aborted:
+    true``, a run id that is text), and a run the gateway still lists as active after both
+    aborts is a failure: ``--kill`` and ``--act auto`` rely on the outcome. A run that ended
+    between the listing and ``sessions.abort`` leaves the session idle, as asked."""
+    gateway = fake_gateway(behaviour)
+    result = run_stop(stop_args("agent:main:busy", gateway.url, tmp_path), stop_env(tmp_path))
+    assert result[0] == code, result
+    assert result[1][0]["ok"] is (code == 0) and said in json.dumps(result[1]), result[1]
 
 
 @pytest.mark.parametrize("behaviour", ["refused", "stall-call", "garbage", "bad-token"])

@@ -163,7 +163,7 @@ class GatewayActionController:
             return self._failed(session_key, method, trigger, exc)
         run_ids = _run_ids(payload)
         elapsed = (time.monotonic() - started) * 1000
-        if not run_ids and not payload.get("aborted"):
+        if not run_ids and payload.get("aborted") is not True:
             return ActionResult(session_key, method, True,
                                 f"{note}no active run (session idle); {via}, {elapsed:.0f} ms",
                                 trigger)
@@ -186,13 +186,19 @@ class GatewayActionController:
         if method not in ("abort", "kill"):
             raise GatewayError(f"unknown stop method {method!r} (abort, stop-text, cli)")
         payload = self.client.chat_abort(session_key)
-        if payload.get("aborted"):
+        if payload.get("aborted") is True:
             return payload, "chat.abort"
         row = self.client.session_row(session_key)
-        if row and row.get("hasActiveRun"):
+        if row and row.get("hasActiveRun") is True:
             payload = self.client.sessions_abort(session_key, clear_queued=True)
-            if payload.get("abortedRunId") or payload.get("status") == "aborted":
+            status = payload.get("status")
+            if status == "aborted" or _run_ids(payload):
                 return payload, "sessions.abort"
+            if status != "no-active-run":       # the run ended meanwhile: idle, as asked
+                raise GatewayError(
+                    "the gateway lists an active run for the session, and neither chat.abort "
+                    f"nor sessions.abort aborted it (sessions.abort status "
+                    f"{ident(status) if isinstance(status, str) else type(status).__name__})")
         return payload, "chat.abort"
 
     def _cli_abort(self, session_key: str) -> dict:
@@ -354,8 +360,9 @@ def _run_ids(payload: dict) -> list[str]:
     """The runs an abort's answer names (``runIds``, ``abortedRunId``) as text, cut as the
     tracker cuts the ids of its events; a ``runIds`` that is no array names none."""
     listed = payload.get("runIds")
-    runs = [run for run in listed if run] if isinstance(listed, list) else []
-    if payload.get("abortedRunId"):
+    runs = [run for run in listed if isinstance(run, str) and run] \
+        if isinstance(listed, list) else []
+    if isinstance(payload.get("abortedRunId"), str) and payload["abortedRunId"]:
         runs.append(payload["abortedRunId"])
     return [ident(run) for run in runs]
 

@@ -266,7 +266,7 @@ class GatewayConnection:
                     raise GatewayUnavailable(f"{method}: no response within {timeout:g} s")
                 self._cond.wait(remaining)
             frame = self._responses.pop(request_id)
-        if not frame.get("ok"):
+        if frame.get("ok") is not True:      # a "false" or a 1 is no success either
             raise GatewayRpcError(method, frame.get("error"))
         return frame.get("payload")
 
