@@ -204,6 +204,11 @@ class FakeGateway:
                 sock.shutdown(socket.SHUT_RDWR)
                 sock.close()
                 return
+            if behaviour == "token-in-error-code":      # the cut would halve the token
+                self._send(sock, {"type": "res", "id": request["id"], "ok": False, "error": {
+                    "code": "E" * 80 + self.token, "message": "no",
+                    "details": {"code": "D" * 90 + self.token}}})
+                continue
             if behaviour == "long-error-code":
                 self._send(sock, {"type": "res", "id": request["id"], "ok": False, "error": {
                     "code": "C" * 1_000_000, "message": "M" * 1_000_000}})
@@ -540,6 +545,16 @@ def test_stop_exits_0_on_an_idle_session(fake_gateway, tmp_path):
     assert code == 0, err
     assert "no active run (session idle)" in lines[0]["detail"]
     assert [m for m, _ in gateway.requests] == ["connect", "chat.abort", "sessions.list"]
+
+
+def test_a_token_in_an_error_code_is_masked_before_the_code_is_cut(fake_gateway, tmp_path):
+    gateway = fake_gateway("token-in-error-code")
+    code, lines, err, _ = run_stop(stop_args("agent:main:loop", gateway.url, tmp_path),
+                                   stop_env(tmp_path))
+    audit = (tmp_path / "xdg" / "clawwatch" / "audit.jsonl").read_text()
+    assert code == 1 and "E" * 80 in json.dumps(lines)
+    for text in (json.dumps(lines), err, audit):
+        assert TOKEN[:12] not in text
 
 
 @pytest.mark.parametrize(("behaviour", "code", "said"), [

@@ -397,6 +397,17 @@ def test_a_webhook_urls_secret_is_registered():
     assert redact_text("posted to clawwatch-alerts-Z9y8X7w6V5") == f"posted to {REDACTED}"
 
 
+@pytest.mark.parametrize("url", ["ws://admin:Hunter2 Secret99@127.0.0.1:9",
+                                 "ws://admin:Hunter2@Secret99@127.0.0.1:9/x"])
+def test_a_url_password_with_a_space_or_an_at_is_masked(url):
+    """Not RFC 3986, yet the WebSocket client connects with it: the userinfo runs to the
+    authority's last ``@``."""
+    redaction.register_url_secrets(url)
+    password = url.split("admin:", 1)[1].rsplit("@", 1)[0]
+    assert password not in redact_text(f"could not connect to {url}")
+    assert redaction.url_without_userinfo(url).startswith("ws://127.0.0.1:9")
+
+
 # ---------------------------------------------------------- a state dir full of secrets
 
 
