@@ -101,7 +101,7 @@ class _Timeline:
     (most of a large state dir) keeps no containers: ``calls`` and ``pending`` are shared
     empty ones until its first recorded call (an empty deque alone is 600 bytes)."""
 
-    __slots__ = ("calls", "count", "pending", "unread", "usage")
+    __slots__ = ("calls", "count", "loaded_through", "pending", "unread", "usage")
 
     def __init__(self) -> None:
         self.calls: deque[_Call] | tuple = _NO_CALLS
@@ -109,6 +109,9 @@ class _Timeline:
         self.count = 0
         #: Calls of history counted but not recorded: read when the timeline is looked at.
         self.unread = 0
+        #: Calls numbered up to this were read from the transcripts by ``load_history`` (a
+        #: load during the first scan reads ahead of what the scan has counted).
+        self.loaded_through = 0
         self.usage: tuple[int, int] | None = None
 
 
@@ -210,7 +213,8 @@ class SnapshotFeed:
             if line.count < self.shown_from:
                 return
             if self.is_history is not None and self.is_history(event):
-                line.unread += 1
+                if line.count > line.loaded_through:
+                    line.unread += 1
                 line.usage = None
                 return
             call = _Call(line.count, event, line.usage)
@@ -219,7 +223,10 @@ class SnapshotFeed:
                 line.calls = deque(maxlen=TIMELINE_CALLS)
             if line.pending is _NO_PENDING:
                 line.pending = {}
-            line.calls.append(call)
+            if line.count <= line.loaded_through:
+                _replace_loaded(line, call)
+            else:
+                line.calls.append(call)
             line.pending[event.call_id] = call
             if len(line.pending) > TIMELINE_CALLS:
                 line.pending.pop(next(iter(line.pending)))
@@ -234,8 +241,9 @@ class SnapshotFeed:
                 self._fill(line, call, event)
         elif isinstance(event, CountedHistory) and event.tool_calls:
             line = self._timeline(event.session_id)
+            counted_to = max(line.count, line.loaded_through)
             line.count += event.tool_calls
-            line.unread += event.tool_calls
+            line.unread += max(0, line.count - counted_to)
             line.usage = None
 
     def _timeline(self, session_id: str) -> _Timeline:
@@ -245,41 +253,97 @@ class SnapshotFeed:
         return line
 
     def load_history(self, session_id: str) -> None:
-        """Put the history calls of a session's timeline in place (the newest of them that
-        fit before its recorded calls), read from its transcripts; once."""
+        """Put the newest history calls of a session's timeline in place beside its recorded
+        ones, read from its transcripts; again only when more history is counted.
+
+        The transcripts are read to their current end, which during the first scan is ahead
+        of what the scan has counted: those calls are shown now and not counted as unread
+        when the scan reaches them."""
         line = self.timelines.get(session_id)
         if line is None or not line.unread or not hasattr(self.inner, "session_reader"):
             return
-        unread, line.unread = line.unread, 0
-        room = TIMELINE_CALLS - len(line.calls)
-        if room <= 0:
-            return
         reader = self.inner.session_reader(session_id)
-        loaded = SnapshotFeed(reader)
-        loaded.shown_from = unread - room + 1
         try:
-            while True:
-                events = loaded.poll()
-                if not events and not reader.behind and not loaded.backlog:
-                    break
+            total, newest = _newest_calls(reader)
         finally:
             reader.close()
-        found = loaded.timelines.get(session_id)
-        history = [c for c in found.calls if c.index <= unread][-room:] if found else []
-        line.calls = deque([*history, *line.calls], maxlen=TIMELINE_CALLS)
+        recorded = {c.index for c in line.calls}
+        merged = sorted([*(c for c in newest if c.index not in recorded), *line.calls],
+                        key=_call_index)
+        line.calls = deque(merged[-TIMELINE_CALLS:], maxlen=TIMELINE_CALLS)
+        line.loaded_through = max(line.loaded_through, total)
+        line.unread = 0
 
     def _fill(self, line: _Timeline, call: _Call, result: ToolResult) -> None:
-        details = result.details if isinstance(result.details, dict) else {}
-        code = details.get("exitCode")
-        call.exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
-        call.is_error = result.is_error
-        text = result.text or str(details.get("aggregated") or details.get("status") or "")
-        start = redact_text(shown_start(text, OUTCOME_CHARS))
-        call.outcome = clip(printable(start), OUTCOME_CHARS) or "(empty)"
+        text = _fill_outcome(call, result)
         if self.keyed_by_engine:
             self._awaiting_key[(result.session_id, result.call_id)] = (line, call, text)
         else:
             _set_key(line, call, _plain_key(call, text))
+
+
+def _fill_outcome(call: _Call, result: ToolResult) -> str:
+    """Give ``call`` the shown outcome of ``result``; returns the result's whole text."""
+    details = result.details if isinstance(result.details, dict) else {}
+    code = details.get("exitCode")
+    call.exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    call.is_error = result.is_error
+    text = result.text or str(details.get("aggregated") or details.get("status") or "")
+    start = redact_text(shown_start(text, OUTCOME_CHARS))
+    call.outcome = clip(printable(start), OUTCOME_CHARS) or "(empty)"
+    return text
+
+
+def _call_index(call: _Call) -> int:
+    return call.index
+
+
+def _replace_loaded(line: _Timeline, call: _Call) -> None:
+    """Record ``call`` in place of the entry ``load_history`` read ahead for its number."""
+    kept = [c for c in line.calls if c.index != call.index]
+    kept.append(call)
+    if len(kept) > 1 and kept[-2].index > call.index:
+        kept.sort(key=_call_index)
+    line.calls = deque(kept[-TIMELINE_CALLS:], maxlen=TIMELINE_CALLS)
+
+
+def _newest_calls(reader) -> tuple[int, list[_Call]]:
+    """``(calls read, the newest TIMELINE_CALLS of them with their outcomes)`` from a session
+    reader, read to its end. Only the kept calls are redacted: a transcript of 300,000 calls
+    shows 200."""
+    total = 0
+    usage: tuple[int, int] | None = None
+    newest: deque[tuple[int, ToolCall, tuple[int, int] | None]] = deque(maxlen=TIMELINE_CALLS)
+    results: dict[str, ToolResult | None] = {}
+    while True:
+        events = reader.poll()
+        for event in events:
+            if isinstance(event, ToolCall):
+                total += 1
+                if len(newest) == TIMELINE_CALLS:
+                    results.pop(newest[0][1].call_id, None)
+                newest.append((total, event, usage))
+                results[event.call_id] = None
+                usage = None
+            elif isinstance(event, ToolResult):
+                if event.call_id in results and results[event.call_id] is None:
+                    results[event.call_id] = event
+            elif isinstance(event, AssistantMessage):
+                usage = (event.usage.input, event.usage.output)
+            elif isinstance(event, CountedHistory):
+                total += event.tool_calls
+                usage = None
+        if not events and not reader.behind:
+            break
+    line = _Timeline()
+    line.calls = deque(maxlen=TIMELINE_CALLS)
+    for index, event, call_usage in newest:
+        call = _Call(index, event, call_usage)
+        line.calls.append(call)
+        result = results.get(event.call_id)
+        if result is not None:
+            _set_key(line, call, _plain_key(call, _fill_outcome(call, result)))
+    return total, list(line.calls)
 
 
 def shown(text: str, limit: int = LABEL_CHARS) -> str:

@@ -1,0 +1,99 @@
+"""The detail view's timeline of a session whose calls are all history (read from its
+transcript when it is looked at, ``SnapshotFeed.load_history``), through the dashboard as
+the CLI builds it: the newest calls show whether the load happens during the first scan or
+after it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from test_ui_scenes import RecordingController, scene_config, wait_for
+
+from monitor.pipeline import Monitor
+from monitor.ui.factory import DashboardOptions, build_app
+from monitor.ui.screens.detail import TimelineTable
+
+SIZE = (160, 48)
+SESSION_ID = "00000000-0000-0000-0000-000000000001"
+SESSION_KEY = "agent:main:long-history"
+CALLS = 20000
+SHOWN = 200
+SCAN_SLICE = 100                # events per step of the first scan, each step made slow
+SLOW_STEP_SECONDS = 0.01
+
+
+def write_long_history(root: Path, calls: int) -> tuple[Path, Path]:
+    """A legacy-era state dir with one session of ``calls`` exec calls, three days old (so
+    all history the monitor only counts), and an empty gateway log."""
+    sessions = root / "state" / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    start = time.time() - 3 * 86400
+    lines = [json.dumps({"type": "session", "version": 3, "id": SESSION_ID, "cwd": "/tmp",
+                         "timestamp": _iso(start)})]
+    for n in range(1, calls + 1):
+        at = start + n * 0.01
+        lines.append(json.dumps({
+            "type": "message", "id": f"m{n}", "parentId": None, "timestamp": _iso(at),
+            "message": {"role": "assistant", "stopReason": "toolUse", "provider": "fake",
+                        "model": "m", "timestamp": int(at * 1000),
+                        "content": [{"type": "toolCall", "id": f"c{n}", "name": "exec",
+                                     "arguments": {"command": f"ls /tmp/{n}"}}]}}))
+        lines.append(json.dumps({
+            "type": "message", "id": f"r{n}", "parentId": f"m{n}", "timestamp": _iso(at),
+            "message": {"role": "toolResult", "toolCallId": f"c{n}", "toolName": "exec",
+                        "isError": False, "timestamp": int(at * 1000),
+                        "content": [{"type": "text", "text": f"out {n}"}]}}))
+    (sessions / f"{SESSION_ID}.jsonl").write_text("\n".join(lines) + "\n")
+    (sessions / "sessions.json").write_text(json.dumps(
+        {SESSION_KEY: {"sessionId": SESSION_ID, "updatedAt": int((start + calls) * 1000)}}))
+    log = root / "gw.log"
+    log.write_text("")
+    return root / "state", log
+
+
+def _iso(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(at))
+
+
+@pytest.fixture(scope="module")
+def long_history(tmp_path_factory) -> tuple[Path, Path]:
+    return write_long_history(tmp_path_factory.mktemp("long-history"), CALLS)
+
+
+def open_dashboard(state: Path, log: Path, *, slice_events: int):
+    app = build_app(DashboardOptions(state_dir=str(state), log=str(log)),
+                    config=scene_config(), controller=RecordingController(), poll_seconds=0.1)
+    app.ingest.slice_events = slice_events
+    return app
+
+
+def slow_scan(monkeypatch) -> None:
+    """Each monitor step takes a little longer, so the first scan lasts about a second."""
+    step = Monitor.step
+
+    def slow_step(monitor):
+        time.sleep(SLOW_STEP_SECONDS)
+        return step(monitor)
+
+    monkeypatch.setattr(Monitor, "step", slow_step)
+
+
+async def test_a_long_history_shows_its_newest_calls_when_opened_during_the_scan(
+        long_history, monkeypatch):
+    slow_scan(monkeypatch)
+    app = open_dashboard(*long_history, slice_events=SCAN_SLICE)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.latest.rows and app.latest.rows[0].tool_calls)
+        assert app.latest.rows[0].tool_calls < CALLS
+        await pilot.press("enter")
+        table = app.screen.query_one(TimelineTable)
+        await wait_for(pilot, lambda: app.settled, timeout=30)
+        row = app.latest.rows[0]
+        assert (row.key, row.tool_calls) == (SESSION_KEY, CALLS)
+        await wait_for(pilot, lambda: len(table.rows) == SHOWN)
+        shown = [int(key) for key, _ in table.rows]
+        assert shown == list(range(CALLS - SHOWN + 1, CALLS + 1))
+        assert table.cell(str(CALLS), "args")[0] == f"command=ls /tmp/{CALLS}"
