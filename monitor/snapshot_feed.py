@@ -15,6 +15,7 @@ Headless, like the snapshot: every string kept for showing has been redacted and
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -148,6 +149,9 @@ class SnapshotFeed:
         #: ``is_history(event)``: the monitor counts it without detecting on it (set by the
         #: snapshot builder); such calls get no timeline entry until ``load_history``.
         self.is_history: Callable[[object], bool] | None = None
+        #: Set when the dashboard stops (the ingest loop's ``stopped``): ``load_history``
+        #: gives up its read at the next poll of the transcripts.
+        self.stop_requested: threading.Event | None = None
         self.read = 0
         self.released = 0
         self._log_seq = 0
@@ -258,15 +262,18 @@ class SnapshotFeed:
 
         The transcripts are read to their current end, which during the first scan is ahead
         of what the scan has counted: those calls are shown now and not counted as unread
-        when the scan reaches them."""
+        when the scan reaches them. A stop (``stop_requested``) abandons the read."""
         line = self.timelines.get(session_id)
         if line is None or not line.unread or not hasattr(self.inner, "session_reader"):
             return
         reader = self.inner.session_reader(session_id)
         try:
-            total, newest = _newest_calls(reader)
+            read = _newest_calls(reader, self.stop_requested)
         finally:
             reader.close()
+        if read is None:
+            return
+        total, newest = read
         recorded = {c.index for c in line.calls}
         merged = sorted([*(c for c in newest if c.index not in recorded), *line.calls],
                         key=_call_index)
@@ -307,15 +314,16 @@ def _replace_loaded(line: _Timeline, call: _Call) -> None:
     line.calls = deque(kept[-TIMELINE_CALLS:], maxlen=TIMELINE_CALLS)
 
 
-def _newest_calls(reader) -> tuple[int, list[_Call]]:
+def _newest_calls(reader, stop_requested: threading.Event | None
+                  ) -> tuple[int, list[_Call]] | None:
     """``(calls read, the newest TIMELINE_CALLS of them with their outcomes)`` from a session
-    reader, read to its end. Only the kept calls are redacted: a transcript of 300,000 calls
-    shows 200."""
+    reader, read to its end; None when a stop is requested meanwhile. Only the kept calls
+    are redacted: a transcript of 300,000 calls shows 200."""
     total = 0
     usage: tuple[int, int] | None = None
     newest: deque[tuple[int, ToolCall, tuple[int, int] | None]] = deque(maxlen=TIMELINE_CALLS)
     results: dict[str, ToolResult | None] = {}
-    while True:
+    while stop_requested is None or not stop_requested.is_set():
         events = reader.poll()
         for event in events:
             if isinstance(event, ToolCall):
@@ -335,6 +343,8 @@ def _newest_calls(reader) -> tuple[int, list[_Call]]:
                 usage = None
         if not events and not reader.behind:
             break
+    else:
+        return None
     line = _Timeline()
     line.calls = deque(maxlen=TIMELINE_CALLS)
     for index, event, call_usage in newest:

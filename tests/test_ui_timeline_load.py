@@ -1,11 +1,12 @@
 """The detail view's timeline of a session whose calls are all history (read from its
 transcript when it is looked at, ``SnapshotFeed.load_history``), through the dashboard as
 the CLI builds it: the newest calls show whether the load happens during the first scan or
-after it."""
+after it, and quitting during a long load ends the reader within 2 s (docs/security.md)."""
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from test_ui_scenes import RecordingController, scene_config, wait_for
 
 from monitor.pipeline import Monitor
+from monitor.sources.sourceset import SourceSet
 from monitor.ui.factory import DashboardOptions, build_app
 from monitor.ui.screens.detail import TimelineTable
 
@@ -21,6 +23,8 @@ SESSION_ID = "00000000-0000-0000-0000-000000000001"
 SESSION_KEY = "agent:main:long-history"
 CALLS = 20000
 SHOWN = 200
+READ_PER_POLL = 100             # events a slow reader hands over per poll
+SLOW_POLL_SECONDS = 0.05
 SCAN_SLICE = 100                # events per step of the first scan, each step made slow
 SLOW_STEP_SECONDS = 0.01
 
@@ -97,3 +101,51 @@ async def test_a_long_history_shows_its_newest_calls_when_opened_during_the_scan
         shown = [int(key) for key, _ in table.rows]
         assert shown == list(range(CALLS - SHOWN + 1, CALLS + 1))
         assert table.cell(str(CALLS), "args")[0] == f"command=ls /tmp/{CALLS}"
+
+
+class SlowTranscripts:
+    """Session readers that hand the transcript over a few events per poll, as from slow
+    storage, so a timeline load outlasts the 2 s a stop may take; ``reading`` is set at
+    their first poll."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.reading = threading.Event()
+        real = SourceSet.session_reader
+        slow = self
+
+        def session_reader(sources, session_id):
+            return slow.Reader(real(sources, session_id), slow.reading)
+
+        monkeypatch.setattr(SourceSet, "session_reader", session_reader)
+
+    class Reader:
+        def __init__(self, inner, reading: threading.Event) -> None:
+            self.inner, self.reading, self.held = inner, reading, []
+
+        @property
+        def behind(self) -> bool:
+            return bool(self.held) or self.inner.behind
+
+        def poll(self) -> list:
+            self.reading.set()
+            time.sleep(SLOW_POLL_SECONDS)
+            if not self.held:
+                self.held = self.inner.poll()
+            out, self.held = self.held[:READ_PER_POLL], self.held[READ_PER_POLL:]
+            return out
+
+        def close(self) -> None:
+            self.inner.close()
+
+
+async def test_quitting_during_a_timeline_load_ends_the_reader_within_2_s(
+        long_history, monkeypatch):
+    slow = SlowTranscripts(monkeypatch)
+    app = open_dashboard(*long_history, slice_events=SCAN_SLICE)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, slow.reading.is_set, timeout=30)
+        quit_at = time.monotonic()
+        await app.action_quit()
+    took = time.monotonic() - quit_at
+    assert took < 2.0
+    assert app.ingest.finished.is_set()

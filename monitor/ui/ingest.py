@@ -113,6 +113,7 @@ class IngestLoop:
             step = self.metrics.step
         self.builder = builder = SnapshotBuilder(monitor, self.clock, expected=self.expected)
         feed = builder.feed
+        feed.stop_requested = self.stopped
         if self.slice_events:
             feed.slice_events = self.slice_events
         builder.focus = self._focus
