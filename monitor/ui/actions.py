@@ -19,12 +19,14 @@ from textual import work
 from textual.timer import Timer
 
 from monitor.act.api import ActionKind, ActionResult
-from monitor.display import printable
-from monitor.redaction import clip_redacted
 from monitor.snapshot import Snapshot
 from monitor.ui.alerting import burst_toast
 from monitor.ui.messages import ActionFinished, KillCandidatesFound, Rang
 from monitor.ui.screens.dialogs import ConfirmScreen
+from monitor.ui.text import shown_redacted
+
+#: Characters of a session key a confirmation dialog shows (redacted, then printable).
+DIALOG_KEY_CHARS = 200
 
 
 class AlertsAndActions:
@@ -72,7 +74,7 @@ class AlertsAndActions:
         """The bell, plus an OSC 9 / OSC 777 desktop notification when configured."""
         self.bell()
         if self.terminal_notifications and not self.is_headless and self._driver is not None:
-            text = printable(clip_redacted(reason, 200))
+            text = shown_redacted(reason, 200)
             self._driver.write(f"\x1b]9;clawwatch: {text}\x07")
             self._driver.write(f"\x1b]777;notify;clawwatch;{text}\x07")
         self.post_message(Rang(reason))
@@ -91,14 +93,15 @@ class AlertsAndActions:
         if key is None:
             return
         method = self.config.actions.stop_method
-        body = (f"Abort the active run of\n\n  {printable(key)}\n\n"
-                f"through the gateway (method: {printable(method)}).")
+        shown_key = shown_redacted(key, DIALOG_KEY_CHARS)
+        body = (f"Abort the active run of\n\n  {shown_key}\n\n"
+                f"through the gateway (method: {shown_redacted(method, DIALOG_KEY_CHARS)}).")
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self._stop_session(key, method)
 
-        self.push_screen(ConfirmScreen(f"Stop {printable(key)}?", body, "Stop"), answered)
+        self.push_screen(ConfirmScreen(f"Stop {shown_key}?", body, "Stop"), answered)
 
     def action_kill(self) -> None:
         key = self._selected_key()
@@ -120,8 +123,8 @@ class AlertsAndActions:
         key = message.session_key
         killable = [p for p in message.candidates if not p.ambiguous]
         conflicting = [p for p in message.candidates if p.ambiguous]
-        left_alone = [f"  PID {p.pid:>7}  {printable(clip_redacted(p.command, 90))}\n"
-                      + "".join(f"           {printable(clip_redacted(reason, 120))}\n"
+        left_alone = [f"  PID {p.pid:>7}  {shown_redacted(p.command, 90)}\n"
+                      + "".join(f"           {shown_redacted(reason, 120)}\n"
                               for reason in p.listed_reasons)
                       for p in conflicting]
         if not killable:
@@ -131,8 +134,9 @@ class AlertsAndActions:
                          + "".join(left_alone))
             self.notify(text, severity="warning")
             return
-        lines = [f"Kill these processes of {printable(key)} (SIGTERM, then SIGKILL)?", ""]
-        lines += [f"  PID {p.pid:>7}  {printable(clip_redacted(p.command, 90))}"
+        lines = [f"Kill these processes of {shown_redacted(key, DIALOG_KEY_CHARS)}"
+                 " (SIGTERM, then SIGKILL)?", ""]
+        lines += [f"  PID {p.pid:>7}  {shown_redacted(p.command, 90)}"
                   for p in killable]
         if conflicting:
             lines += ["", "Left alone, the evidence names another session too:",

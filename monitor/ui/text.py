@@ -14,11 +14,19 @@ from rich.text import Text
 from textual.content import Content
 
 from monitor.display import printable
+from monitor.redaction import clip_redacted
 
 
 def shown(text: object) -> str:
     """One line of data, printable (newlines and tabs shown as ␊ ␉)."""
     return printable(text)
+
+
+def shown_redacted(text: str, limit: int) -> str:
+    """``text`` redacted, clipped to ``limit`` characters, then made printable: in this order,
+    because ``printable`` shows a tab or newline as ``␉``/``␊`` and the secret rules that need
+    whitespace (``Bearer <token>``, ``--token <token>``) would no longer match after it."""
+    return printable(clip_redacted(text, limit))
 
 
 def data_text(text: object, style: Style | str = "", *, keep_newlines: bool = False) -> Text:

@@ -12,13 +12,13 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header
 
 from monitor.display import printable
-from monitor.redaction import clip_redacted
 from monitor.snapshot import Snapshot, TimelineEntry
 from monitor.ui.panes.base import PaneStatic, set_title
 from monitor.ui.panes.rows import RowsView
 from monitor.ui.panes.side import focus_of
 from monitor.ui.screens.base import PanesScreen
 from monitor.ui.style import LEVEL_GLYPH, Palette, clock_time, duration, tokens
+from monitor.ui.text import shown_redacted
 from monitor.ui.view import ViewState
 
 COLUMNS = (("n", "#", 4), ("time", "Time", 8), ("tool", "Tool", 9), ("args", "Arguments", 48),
@@ -40,7 +40,7 @@ class DetailSummary(PaneStatic):
             self.put(Text("the session is no longer on the board", style=palette.muted))
             return
         text = Text()
-        text.append(printable(clip_redacted(row.key, KEY_CHARS)),
+        text.append(shown_redacted(row.key, KEY_CHARS),
                     style=palette.style("text-primary", bold=True))
         text.append(f"  {row.state}", style=palette.state(row.state))
         text.append(printable(

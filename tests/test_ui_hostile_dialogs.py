@@ -1,0 +1,41 @@
+"""Hostile session keys in the stop and kill dialogs and the action toasts, driven through
+``build_app`` as the CLI opens the dashboard: a secret in a key stays masked, and the
+outcome of an action is never pushed out of its toast by a long key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_ui_scenes import RecordingController, open_app, settle, wait_for, write_world
+
+from monitor.act.api import ProcessInfo
+from monitor.ui.screens.dialogs import ConfirmScreen
+
+SIZE = (160, 48)
+TOKEN = "qZ7xK2mP9vL4wR8tN6yB"
+#: tabs, not spaces, between each secret's marker and the secret
+SECRET_KEY = f"agent:main:hook --token\t{TOKEN} Bearer\t{TOKEN}"
+
+
+async def open_dialog(pilot, key: str) -> ConfirmScreen:
+    await pilot.press(key)
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen))
+    return pilot.app.screen
+
+
+async def test_a_secret_after_a_tab_in_a_key_is_masked_in_the_stop_and_kill_dialogs(
+        tmp_path: Path):
+    world = write_world("secret-dialog", (("hammer", SECRET_KEY, 12),), root=tmp_path)
+    candidates = [ProcessInfo(4242, 1.0, "sleep 1", SECRET_KEY, "cwd")]
+    app = open_app(world, controller=RecordingController(candidates))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        stop = await open_dialog(pilot, "s")
+        shown = [str(stop.title_text), str(stop.body)]
+        await pilot.press("n")
+        kill = await open_dialog(pilot, "K")
+        shown.append(str(kill.body))
+        await pilot.press("n")
+    for text in shown:
+        assert TOKEN not in text
+        assert "--token «redacted» Bearer «redacted»" in text
