@@ -27,6 +27,9 @@ from monitor.ui.text import shown_redacted
 
 #: Characters of a session key a confirmation dialog shows (redacted, then printable).
 DIALOG_KEY_CHARS = 200
+#: Characters of a session key a toast shows, after the outcome it reports: a long key
+#: cannot push the outcome out of the toast (which keeps its first TOAST_CHARS).
+TOAST_KEY_CHARS = 120
 
 
 class AlertsAndActions:
@@ -128,10 +131,12 @@ class AlertsAndActions:
                               for reason in p.listed_reasons)
                       for p in conflicting]
         if not killable:
-            text = f"no processes of {key} to kill"
+            text = "no processes to kill"
             if conflicting:
-                text += (f"; {len(conflicting)} left alone, the evidence conflicts:\n"
-                         + "".join(left_alone))
+                text += f"; {len(conflicting)} left alone, the evidence conflicts"
+            text += f"\nsession {shown_redacted(key, TOAST_KEY_CHARS)}"
+            if conflicting:
+                text += "\n" + "".join(left_alone)
             self.notify(text, severity="warning")
             return
         lines = [f"Kill these processes of {shown_redacted(key, DIALOG_KEY_CHARS)}"
@@ -172,7 +177,8 @@ class AlertsAndActions:
         result = message.result
         self.actions.append(result)
         self.ingest.inject(result.to_record(None))
-        self.notify(f"{result.action} {result.session_key}: {result.detail}",
+        self.notify(f"{result.action}: {result.detail}\n"
+                    f"session {shown_redacted(result.session_key, TOAST_KEY_CHARS)}",
                     severity="information" if result.ok else "warning")
 
     def action_ack(self) -> None:
