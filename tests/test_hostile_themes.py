@@ -174,16 +174,25 @@ async def test_a_theme_set_directly_whose_css_fails_goes_back(user_themes, tmp_p
         assert app.is_running
 
 
-#: theme names that are markup: the command palette parses its commands' text as markup
-MARKUP_NAMES = ("close [/x] tag", "[@click=app.quit]quits[/]", "[$text-error]red[/]",
-                "back\\[b]slash\\\\[/b]")
+#: theme names that are markup: Textual's own theme picker parses every registered name as
+#: markup (the dashboard offers it beside its own "Theme: NAME" commands)
+MARKUP_NAMES = ("close [/x] tag", "[/bold]evil", "[@click=app.quit]quits[/]",
+                "[$text-error]red[/]", "back\\[b]slash\\\\[/b]")
 
 
-async def test_a_theme_named_with_markup_is_listed_as_typed_in_the_command_palette(
+def test_a_theme_name_that_is_not_a_plain_identifier_is_refused():
+    for name in (*MARKUP_NAMES, "two words", "x" * 65, "dark\u2800"):
+        with pytest.raises(ValueError, match="is not a theme name"):
+            theme_from_mapping({"name": name, "primary": "#123456"}, "t.yaml")
+    for name in ("dark", "solarized-dark", "my_theme.v2", "Night2"):
+        assert theme_from_mapping({"name": name, "primary": "#123456"}, "t.yaml").name == name
+
+
+async def test_a_theme_named_with_markup_is_refused_and_the_theme_picker_opens(
         user_themes, tmp_path):
-    """A theme's name is shown in the palette's "Theme: NAME" and "Use the NAME theme". An
-    unbalanced ``[/x]`` in a name ended the dashboard with a MarkupError when the palette
-    listed it, and ``[@click=…]`` made a clickable action of it."""
+    """An unbalanced ``[/x]`` in a theme's name ended the dashboard with a MarkupError when
+    Textual's own "Theme" picker listed it, and ``[@click=…]`` made a clickable action of it:
+    such a file is refused with an error naming it, and the picker opens."""
     for index, name in enumerate(MARKUP_NAMES):
         (user_themes / f"markup{index}.yaml").write_text(
             f"name: {json.dumps(name)}\nprimary: '#123456'\n")
@@ -191,16 +200,16 @@ async def test_a_theme_named_with_markup_is_listed_as_typed_in_the_command_palet
     app = build_app(DashboardOptions(state_dir=state, log=log), poll_seconds=0.1)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        assert set(MARKUP_NAMES) <= set(app.theme_names)
         await pilot.press("ctrl+p")
         await pilot.pause(0.3)
-        await pilot.press(*"theme")
+        await pilot.press(*"Theme")
+        await wait_for(pilot, lambda: len(app.screen.query_one(CommandList).options) > 1)
+        await pilot.press("enter")
         await wait_for(pilot, lambda: len(app.screen.query_one(CommandList).options) > 4)
-        shown = [option.prompt for option in app.screen.query_one(CommandList).options]
+        shown = [option.prompt.plain for option in app.screen.query_one(CommandList).options]
         assert app.is_running and app.return_code is None
-    texts = [content.plain for content in shown]
-    for name in MARKUP_NAMES:
-        assert any(f"Theme: {name}\nUse the {name} theme" == text for text in texts), texts
-    assert not any(span.style.startswith("@") or "link" in str(span.style)
-                   for content in shown for span in content.spans
-                   if isinstance(span.style, str))
+    assert "okay" in shown and "dark" in shown, shown
+    assert not set(MARKUP_NAMES) & set(app.theme_names)
+    for index in range(len(MARKUP_NAMES)):
+        assert any(str(user_themes / f"markup{index}.yaml") in error
+                   for error in app.theme_errors), app.theme_errors

@@ -10,7 +10,9 @@ A file that cannot be read or has a bad value is skipped with an error
 message the app shows; the built-in ``dark`` below stands in when
 ``dark.yaml`` itself is broken, so the dashboard always has a theme.
 
-Every value of a theme ends up in Textual's CSS, so each is checked against an allow-list
+A theme's ``name`` is a plain identifier (``THEME_NAME``: letters, digits, ``_ . -``), as
+Textual's own theme picker parses the names as markup. Every value of a theme ends up in
+Textual's CSS, so each is checked against an allow-list
 (``check_variable``): a colour key must parse as a colour (``Color.parse``); a ``variables``
 name must be a lower-case CSS identifier (``footer-key-foreground``), and its value a colour,
 optionally with an alpha percentage (``#81A1C1 35%``), or, for a ``*-style`` variable, text
@@ -38,6 +40,9 @@ BUILTIN_THEMES = Path(__file__).resolve().parents[1] / "themes"
 REPO_THEMES = BUILTIN_THEMES  # the old name: the repository's themes/ points here
 COLOUR_KEYS = ("primary", "secondary", "accent", "foreground", "background", "surface", "panel",
                "boost", "success", "warning", "error")
+#: A theme's name: Textual's own theme picker parses the names as content markup, so a
+#: name is a plain identifier, like the built-in ``dark`` and Textual's ``textual-dark``.
+THEME_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 #: A variable's name: a lower-case CSS identifier, as Textual's own variables are named.
 VARIABLE_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 MAX_VARIABLE_NAME = 64
@@ -119,6 +124,9 @@ def theme_from_mapping(data: object, origin: str) -> Theme:
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"{origin}: name: a theme needs a name")
+    if not THEME_NAME.fullmatch(name.strip()):
+        raise ValueError(f"{origin}: name: {name.strip()[:64]!r} is not a theme name (up to 64 "
+                         "letters, digits, '_', '.' and '-', like night or solarized-dark)")
     unknown = set(data) - {"name", "dark", "variables", *COLOUR_KEYS}
     if unknown:
         raise ValueError(f"{origin}: unknown key(s): {', '.join(sorted(map(str, unknown)))}")
