@@ -7,7 +7,9 @@ and DEL become their Unicode control pictures (ESC shows as ``␛``, so ``ESC]0;
 reads ``␛]0;x␇`` and retitles nothing), and characters that reorder or hide text (bidi
 embeddings, overrides and isolates, zero-width characters, line and paragraph separators,
 lone surrogates, variation selectors, tag characters: every format (Cf) and
-default-ignorable code point) become ``<U+XXXX>``. The result holds no character a terminal
+default-ignorable code point) become ``<U+XXXX>``, and so do the non-ASCII characters
+that draw as blank space (no-break, em, ideographic spaces, the braille blank), which
+would make two different session keys read alike. The result holds no character a terminal
 interprets, so any escape sequence in data arrives as inert text.
 
 Markup is the UI's half of the boundary: the dashboard renders data as ``rich.text.Text``
@@ -44,6 +46,15 @@ _HIDDEN_RANGES = (
     (0xFFF0, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F),
     (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
 )
+# Characters that draw as blank space but are not the ASCII space: the no-break, en/em,
+# thin, hair, narrow and ideographic spaces (Zs), and the braille blank U+2800 (a symbol).
+# A session key that ends in one reads like its neighbour without it, so ``printable``
+# shows them as ``<U+XXXX>`` too (the Hangul fillers, also blank, are default-ignorable and
+# above). ``json_safe`` leaves them: a JSON consumer reads them, no terminal acts on them.
+_BLANK_RANGES = (
+    (0x00A0, 0x00A0), (0x1680, 0x1680), (0x2000, 0x200A), (0x202F, 0x202F),
+    (0x205F, 0x205F), (0x2800, 0x2800), (0x3000, 0x3000),
+)
 # Emoji presentation selectors (VS15 text, VS16 emoji) are kept right after a character
 # that can take one (a symbol or emoji, or a keycap's #, * or digit): "❤️" and
 # "1️⃣" stay readable. Anywhere else (after a letter, after another selector)
@@ -72,6 +83,8 @@ def _table(name: str) -> dict[int, str]:
 
         single = {code: name for code, name in _VISIBLE_NAME.items()}
         single.update({code: f"<U+{code:04X}>" for code in _hidden_codes()})
+        single.update({code: f"<U+{code:04X}>" for first, last in _BLANK_RANGES
+                       for code in range(first, last + 1)})
         multi = dict(single)
         del multi[0x0A], multi[0x09]
         _tables.update(single=single, multi=multi, json={

@@ -94,3 +94,14 @@ def test_ascii_takes_the_fast_path_and_import_builds_no_table():
     code = ("import monitor.display as d; assert not d._tables; d.printable('x'); "
             "assert not d._tables; d.printable('\\u00e9'); assert d._tables")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+BLANKS = (0x00A0, 0x1680, 0x2000, 0x2005, 0x200A, 0x202F, 0x205F, 0x2800, 0x3000,
+          0x3164, 0xFFA0, 0x115F, 0x1160)
+
+
+def test_characters_that_draw_as_blank_space_are_shown():
+    """A key ending in an ideographic space or a braille blank reads like the key without."""
+    for code in BLANKS:
+        assert printable(f"agent:main:main{chr(code)}") == f"agent:main:main<U+{code:04X}>"
+    assert json.loads(json_safe('"a\u00a0b\u3000"')) == "a\u00a0b\u3000"

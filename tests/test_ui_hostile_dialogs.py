@@ -38,8 +38,8 @@ async def test_a_secret_after_a_tab_in_a_key_is_masked_in_the_stop_and_kill_dial
         shown.append(str(kill.body))
         await pilot.press("n")
     for text in shown:
-        assert TOKEN not in text
-        assert "--token «redacted» Bearer «redacted»" in text
+        assert TOKEN not in text, text
+        assert text.count("«redacted»") == 2
 
 
 LONG_KEY = "agent:main:" + "x" * 1200
@@ -81,3 +81,40 @@ async def test_nothing_to_kill_of_a_long_key_says_so_in_its_toast(tmp_path: Path
         await wait_for(pilot, lambda: any("to kill" in t.message for t in toasts))
     message = next(t.message for t in toasts if "to kill" in t.message)
     assert message.startswith("no processes to kill\nsession agent:main:xxx")
+
+
+REAL_KEY = "agent:main:main"
+#: keys that read like REAL_KEY: a braille blank, an ideographic space, a Cyrillic а
+LOOKALIKE_KEYS = ("agent:main:main\u2800", "agent:main:main\u3000", "agent:main:m\u0430in")
+
+
+async def test_stop_and_kill_dialogs_of_lookalike_keys_name_different_sessions(
+        tmp_path: Path):
+    """A hostile index can put a decoy whose key reads like a real session's beside it:
+    each dialog names the session id and agent beside the key, and a blank-looking
+    character in a key is shown as ``<U+XXXX>``."""
+    plan = tuple(("hammer", key, 12) for key in (REAL_KEY, *LOOKALIKE_KEYS))
+    world = write_world("lookalikes", plan, root=tmp_path)
+    candidates = [ProcessInfo(4242, 1.0, "sleep 1", REAL_KEY, "cwd")]
+    app = open_app(world, controller=RecordingController(candidates))
+    stops: dict[str, str] = {}
+    kills: dict[str, str] = {}
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for _ in plan:
+            row = app.displayed.row(app.view.selected)
+            stop = await open_dialog(pilot, "s")
+            stops[row.session_id] = f"{stop.title_text}\n{stop.body}"
+            await pilot.press("n")
+            kill = await open_dialog(pilot, "K")
+            kills[row.session_id] = str(kill.body)
+            await pilot.press("n")
+            await pilot.press("down")
+            await settle(pilot)
+    assert len(stops) == len(plan)
+    for session_id in stops:
+        assert f"session {session_id} · agent main" in stops[session_id]
+        assert f"session {session_id} · agent main" in kills[session_id]
+    titles = [text.splitlines()[0] for text in stops.values()]
+    assert "Stop agent:main:main<U+2800>?" in titles
+    assert "Stop agent:main:main<U+3000>?" in titles

@@ -19,7 +19,7 @@ from textual import work
 from textual.timer import Timer
 
 from monitor.act.api import ActionKind, ActionResult
-from monitor.snapshot import Snapshot
+from monitor.snapshot import BoardRow, Snapshot
 from monitor.ui.alerting import burst_toast
 from monitor.ui.messages import ActionFinished, KillCandidatesFound, Rang
 from monitor.ui.screens.dialogs import ConfirmScreen
@@ -30,6 +30,15 @@ DIALOG_KEY_CHARS = 200
 #: Characters of a session key a toast shows, after the outcome it reports: a long key
 #: cannot push the outcome out of the toast (which keeps its first TOAST_CHARS).
 TOAST_KEY_CHARS = 120
+#: Characters of a session id and of an agent name a confirmation dialog shows.
+IDENTITY_CHARS = 80
+
+
+def session_identity(row: BoardRow) -> str:
+    """The session's id and agent, shown beside its key in a confirmation dialog: two keys
+    that read alike (a Cyrillic ``а`` for a Latin ``a``) still name different sessions."""
+    return (f"session {shown_redacted(row.session_id, IDENTITY_CHARS)}"
+            f" · agent {shown_redacted(row.agent, IDENTITY_CHARS)}")
 
 
 class AlertsAndActions:
@@ -84,20 +93,24 @@ class AlertsAndActions:
 
     # ------------------------------------------------------------------ actions
 
-    def _selected_key(self) -> str | None:
+    def _selected_row(self) -> BoardRow | None:
         row = self.displayed.row(self.view.selected)
         if row is None:
             self.notify("select a session first", severity="warning")
-            return None
-        return row.key
+        return row
+
+    def _selected_key(self) -> str | None:
+        row = self._selected_row()
+        return None if row is None else row.key
 
     def action_stop(self) -> None:
-        key = self._selected_key()
-        if key is None:
+        row = self._selected_row()
+        if row is None:
             return
+        key = row.key
         method = self.config.actions.stop_method
         shown_key = shown_redacted(key, DIALOG_KEY_CHARS)
-        body = (f"Abort the active run of\n\n  {shown_key}\n\n"
+        body = (f"Abort the active run of\n\n  {shown_key}\n  {session_identity(row)}\n\n"
                 f"through the gateway (method: {shown_redacted(method, DIALOG_KEY_CHARS)}).")
 
         def answered(yes: bool | None) -> None:
@@ -107,20 +120,20 @@ class AlertsAndActions:
         self.push_screen(ConfirmScreen(f"Stop {shown_key}?", body, "Stop"), answered)
 
     def action_kill(self) -> None:
-        key = self._selected_key()
-        if key is not None:
-            self._find_kill_candidates(key)
+        row = self._selected_row()
+        if row is not None:
+            self._find_kill_candidates(row.key, session_identity(row))
 
     @work(thread=True, group="actions", exit_on_error=False,
           description="list the processes a kill would end")
-    def _find_kill_candidates(self, key: str) -> None:
+    def _find_kill_candidates(self, key: str, identity: str) -> None:
         try:
             found = self.controller.kill_candidates(key)
         except Exception as exc:
             self.post_message(ActionFinished(ActionResult(key, "kill", False,
                                                           f"cannot list processes: {exc}")))
             return
-        self.post_message(KillCandidatesFound(key, list(found)))
+        self.post_message(KillCandidatesFound(key, list(found), identity))
 
     def on_kill_candidates_found(self, message: KillCandidatesFound) -> None:
         key = message.session_key
@@ -140,7 +153,7 @@ class AlertsAndActions:
             self.notify(text, severity="warning")
             return
         lines = [f"Kill these processes of {shown_redacted(key, DIALOG_KEY_CHARS)}"
-                 " (SIGTERM, then SIGKILL)?", ""]
+                 " (SIGTERM, then SIGKILL)?", message.identity, ""]
         lines += [f"  PID {p.pid:>7}  {shown_redacted(p.command, 90)}"
                   for p in killable]
         if conflicting:

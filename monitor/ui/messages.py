@@ -28,12 +28,15 @@ class ActionFinished(Message, bubble=False):
 
 
 class KillCandidatesFound(Message, bubble=False):
-    """The processes a kill of ``session_key`` would end, to confirm."""
+    """The processes a kill of ``session_key`` would end, to confirm; ``identity`` names the
+    session beside its key (id and agent), shown in the dialog."""
 
-    def __init__(self, session_key: str, candidates: list[ProcessInfo]) -> None:
+    def __init__(self, session_key: str, candidates: list[ProcessInfo],
+                 identity: str = "") -> None:
         super().__init__()
         self.session_key = session_key
         self.candidates = candidates
+        self.identity = identity
 
 
 class Rang(Message, bubble=False):

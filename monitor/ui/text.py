@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.content import Content
 
 from monitor.display import printable
-from monitor.redaction import clip_redacted
+from monitor.redaction import REDACT_SLACK, redacted_start
 
 
 def shown(text: object) -> str:
@@ -23,10 +23,15 @@ def shown(text: object) -> str:
 
 
 def shown_redacted(text: str, limit: int) -> str:
-    """``text`` redacted, clipped to ``limit`` characters, then made printable: in this order,
-    because ``printable`` shows a tab or newline as ``␉``/``␊`` and the secret rules that need
-    whitespace (``Bearer <token>``, ``--token <token>``) would no longer match after it."""
-    return printable(clip_redacted(text, limit))
+    """``text`` redacted, cut to ``limit`` characters (``…`` marks a cut), then made
+    printable. In this order, because ``printable`` shows a tab or newline as ``␉``/``␊``
+    and the secret rules that need whitespace (``Bearer <token>``, ``--token <token>``)
+    would no longer match after it; and with the whitespace kept, not collapsed, so a key
+    with a tab or an ideographic space at its end does not read like the key without."""
+    redacted = redacted_start(text, limit)
+    if len(redacted) > limit or len(text) > limit + REDACT_SLACK:
+        redacted = redacted[:limit - 1] + "…"
+    return printable(redacted)
 
 
 def data_text(text: object, style: Style | str = "", *, keep_newlines: bool = False) -> Text:
