@@ -61,17 +61,13 @@ class GatewayRpcError(GatewayError):
 
 
 MAX_CODE_CHARS = 100      # OpenClaw's codes are words: INVALID_REQUEST, AUTH_TOKEN_MISMATCH
-REDACTED_CODE_CHARS = 4096
 
 
 def error_code(value: Any) -> str | None:
     """An error code from the gateway as text cut to ``MAX_CODE_CHARS`` (None for none),
-    redacted before the cut: a secret the cut halved would no longer be known as one. The
-    text is first cut far past the limit (``REDACTED_CODE_CHARS``), where a secret straddling
-    the final cut is still whole."""
-    if not value:
-        return None
-    return redact_text(str(value)[:REDACTED_CODE_CHARS])[:MAX_CODE_CHARS]
+    redacted before the cut (``redacted_cut``): a secret the cut halved would no longer be
+    known as one."""
+    return redacted_cut(str(value), MAX_CODE_CHARS) if value else None
 
 
 _JSON_KINDS = ((bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"),
