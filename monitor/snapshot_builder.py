@@ -36,7 +36,7 @@ from monitor.snapshot import (
     Snapshot,
     SourceLine,
 )
-from monitor.snapshot_feed import SnapshotFeed, shown, shown_repeated
+from monitor.snapshot_feed import SnapshotFeed, shown_redacted, shown_repeated
 
 IDLE_AFTER_SECONDS = 30.0       # no event for this long: idle (or stalled while a run is active)
 STALL_AFTER_SECONDS = 120.0     # a run the index calls active, silent this long: stalled
@@ -69,19 +69,19 @@ def _with_idle(row: BoardRow, idle: float | None, state: str) -> BoardRow:
 def _shown_streak(status: StreakStatus) -> StreakStatus:
     """``status`` with its tool name (the model's choice: it can hold a token) redacted,
     for the streaks pane, which cuts it to a column."""
-    return status if status.tool is None else replace(status, tool=shown(status.tool))
+    return status if status.tool is None else replace(status, tool=shown_redacted(status.tool))
 
 
 def _shown_pair(pair: PingPongPair) -> PingPongPair:
     """``pair`` with both tool names redacted, for the ping-pong pane."""
-    return replace(pair, tool_a=shown(pair.tool_a), tool_b=shown(pair.tool_b))
+    return replace(pair, tool_a=shown_redacted(pair.tool_a), tool_b=shown_redacted(pair.tool_b))
 
 
 def _shown_finding(finding: Finding) -> Finding:
     """``finding`` with its message and tool redacted (messages name the tool), for the
     detail view's latest finding."""
     return replace(finding, message=bounded_output(finding.message),
-                   tool=None if finding.tool is None else shown(finding.tool))
+                   tool=None if finding.tool is None else shown_redacted(finding.tool))
 
 
 def _worst(findings: Iterable[Finding]) -> Finding | None:
@@ -150,8 +150,8 @@ class SnapshotBuilder:
                history=False) -> AlertEntry:
         self._alert_seq += 1
         entry = AlertEntry(self._alert_seq, ts if ts is not None else self.clock(), kind,
-                           level, key, session_id, shown(detector), count,
-                           None if tool is None else shown(tool),
+                           level, key, session_id, shown_redacted(detector), count,
+                           None if tool is None else shown_redacted(tool),
                            printable(message), history)
         self.alerts.append(entry)
         return entry
@@ -243,7 +243,7 @@ class SnapshotBuilder:
         return row
 
     def _label(self, state) -> str:
-        """``shown`` of the session's label, redacted again only when the label or the
+        """``shown_redacted`` of the session's label, redacted again only when the label or the
         registered secrets changed: a session's row is rebuilt each time its history grows,
         and redacting its label is most of that."""
         label = state.label or state.key or state.session_id[:8]
@@ -251,7 +251,7 @@ class SnapshotBuilder:
         remembered = self._labels.get(state.session_id)
         if remembered is not None and remembered[0] == label and remembered[1] is known:
             return remembered[2]
-        text = shown(label)
+        text = shown_redacted(label)
         self._labels[state.session_id] = (label, known, text)
         return text
 
@@ -290,7 +290,7 @@ class SnapshotBuilder:
         line = self.feed.timelines.get(sid)
         timeline = tuple(c.freeze(tuple(marks.get(c.index, ()))) for c in line.calls) \
             if line else ()
-        label = shown(state.label or state.key or sid[:8])
+        label = shown_redacted(state.label or state.key or sid[:8])
         return FocusDetail(
             session_id=sid, label=label,
             streaks=tuple(_shown_streak(s) for s in engine.streaks(sid)) if engine else (),

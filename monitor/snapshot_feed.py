@@ -31,6 +31,7 @@ from monitor.events import (
     ToolResult,
 )
 from monitor.redaction import (
+    REDACT_SLACK,
     clip,
     format_arguments,
     known_secrets,
@@ -80,7 +81,7 @@ class _Call:
                  "tokens_in", "tokens_out", "tool", "ts")
 
     def __init__(self, index: int, event: ToolCall, usage: tuple[int, int] | None) -> None:
-        self.index, self.ts, self.tool = index, event.ts, shown(event.name)
+        self.index, self.ts, self.tool = index, event.ts, shown_redacted(event.name)
         self.arguments = clip(printable(format_arguments(redact(event.arguments, ARGS_CHARS))),
                               ARGS_CHARS)
         self.outcome, self.exit_code, self.is_error = "…", None, False
@@ -165,11 +166,10 @@ class SnapshotFeed:
         if len(self._unshown_log) == LOG_LINES:
             self._shown_log.clear()
         for seq, notice in self._unshown_log:
-            self._shown_log.append(LogLine(seq, notice.ts, shown((notice.level or "?").upper(), 12),
-                                           shown(notice.subsystem or ""),
-                                           printable(redacted_cut(notice.message,
-                                                                  LOG_MESSAGE_CHARS),
-                                                     keep_newlines=True)))
+            self._shown_log.append(LogLine(
+                seq, notice.ts, shown_redacted((notice.level or "?").upper(), 12),
+                shown_redacted(notice.subsystem or ""),
+                printable(redacted_cut(notice.message, LOG_MESSAGE_CHARS), keep_newlines=True)))
         self._unshown_log.clear()
         return self._shown_log
 
@@ -356,10 +356,17 @@ def _newest_calls(reader, stop_requested: threading.Event | None
     return total, list(line.calls)
 
 
-def shown(text: str, limit: int = LABEL_CHARS) -> str:
-    """``text`` redacted, cut to ``limit`` characters (… marks a cut), made printable."""
-    text = redacted_start(text, limit)
-    return printable(text if len(text) <= limit else text[: limit - 1] + "…")
+def shown_redacted(text: str, limit: int = LABEL_CHARS) -> str:
+    """``text`` redacted, cut to ``limit`` characters (``…`` marks a cut), then made
+    printable. In this order, because ``printable`` shows a tab or newline as ``␉``/``␊``
+    and the secret rules that need whitespace (``Bearer <token>``, ``--token <token>``)
+    would no longer match after it; and with the whitespace kept, not collapsed, so a key
+    with a tab or an ideographic space at its end does not read like the key without. A
+    text longer than the redacted view is marked cut even when its secrets shrank it."""
+    redacted = redacted_start(text, limit)
+    if len(redacted) > limit or len(text) > limit + REDACT_SLACK:
+        redacted = redacted[:limit - 1] + "…"
+    return printable(redacted)
 
 
 #: Distinct values ``shown_repeated`` remembers; past it, it starts over.
@@ -368,14 +375,14 @@ _SHOWN_REPEATED = BoundedMemo(REMEMBERED_SHOWN)
 
 
 def shown_repeated(text: str, limit: int = LABEL_CHARS) -> str:
-    """``shown`` of a value that many rows share (an agent id, a model, a source kind),
+    """``shown_redacted`` of a value that many rows share (an agent id, a model, a source kind),
     remembered while the registered secrets stay the same: redacting those is most of the
     first board of a large state dir."""
     known = known_secrets()
     remembered = _SHOWN_REPEATED.get((text, limit))
     if remembered is not None and remembered[0] is known:
         return remembered[1]
-    return _SHOWN_REPEATED.keep((text, limit), (known, shown(text, limit)))[1]
+    return _SHOWN_REPEATED.keep((text, limit), (known, shown_redacted(text, limit)))[1]
 
 
 def _plain_key(call: _Call, text: str) -> str:

@@ -16,6 +16,7 @@ from test_hostile_cli import clawwatch
 
 from monitor.redaction import REDACTED, redact_text
 from monitor.redaction.clipping import OUTPUT_TEXT_CHARS, bounded_output
+from monitor.snapshot_feed import shown_redacted
 
 LONG = "--x-token-" * 100_000          # the slowest shape for the flag rule: 1 MB
 KEY = "agent:main:" + LONG
@@ -79,3 +80,12 @@ def test_replay_and_watch_keep_every_output_text_bounded(tmp_path):
         <= OUTPUT_TEXT_CHARS
     calls = [record["call_id"] for record in records if record["type"] == "tool_call"]
     assert len(calls) == len(set(calls)) == 10
+
+
+def test_a_long_label_whose_secret_shrank_it_still_shows_its_cut():
+    """The board, the panes and the dialogs show a label through one function: a key past
+    the redacted view reads as cut (``…``) even when the secret in view shrank it below
+    the limit, so it does not read like the short key with the same start."""
+    short, long = "agent:main:ghp_" + "A" * 40, "agent:main:ghp_" + "A" * 3000
+    assert shown_redacted(short, 200) == "agent:main:" + REDACTED
+    assert shown_redacted(long, 200) == "agent:main:" + REDACTED + "…"

@@ -20,10 +20,10 @@ from textual.timer import Timer
 
 from monitor.act.api import ActionKind, ActionResult
 from monitor.snapshot import BoardRow, Snapshot
+from monitor.snapshot_feed import shown_redacted
 from monitor.ui.alerting import burst_toast
 from monitor.ui.messages import ActionFinished, KillCandidatesFound, Rang
 from monitor.ui.screens.dialogs import ConfirmScreen
-from monitor.ui.text import shown_redacted
 
 #: Characters of a session key a confirmation dialog shows (redacted, then printable).
 DIALOG_KEY_CHARS = 200

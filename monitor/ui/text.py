@@ -14,24 +14,11 @@ from rich.text import Text
 from textual.content import Content
 
 from monitor.display import printable
-from monitor.redaction import REDACT_SLACK, redacted_start
 
 
 def shown(text: object) -> str:
     """One line of data, printable (newlines and tabs shown as ␊ ␉)."""
     return printable(text)
-
-
-def shown_redacted(text: str, limit: int) -> str:
-    """``text`` redacted, cut to ``limit`` characters (``…`` marks a cut), then made
-    printable. In this order, because ``printable`` shows a tab or newline as ``␉``/``␊``
-    and the secret rules that need whitespace (``Bearer <token>``, ``--token <token>``)
-    would no longer match after it; and with the whitespace kept, not collapsed, so a key
-    with a tab or an ideographic space at its end does not read like the key without."""
-    redacted = redacted_start(text, limit)
-    if len(redacted) > limit or len(text) > limit + REDACT_SLACK:
-        redacted = redacted[:limit - 1] + "…"
-    return printable(redacted)
 
 
 def data_text(text: object, style: Style | str = "", *, keep_newlines: bool = False) -> Text:

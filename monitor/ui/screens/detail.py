@@ -13,12 +13,12 @@ from textual.widgets import Footer, Header
 
 from monitor.display import printable
 from monitor.snapshot import Snapshot, TimelineEntry
+from monitor.snapshot_feed import shown_redacted
 from monitor.ui.panes.base import PaneStatic, set_title
 from monitor.ui.panes.rows import RowsView
 from monitor.ui.panes.side import focus_of
 from monitor.ui.screens.base import PanesScreen
 from monitor.ui.style import LEVEL_GLYPH, Palette, clock_time, duration, tokens
-from monitor.ui.text import shown_redacted
 from monitor.ui.view import ViewState
 
 COLUMNS = (("n", "#", 4), ("time", "Time", 8), ("tool", "Tool", 9), ("args", "Arguments", 48),
