@@ -89,6 +89,9 @@ class FocusDetail:
     burn: BurnLine
     timeline: tuple[TimelineEntry, ...]
     findings: tuple[Finding, ...]
+    #: Calls read so far while the session's history is read for its timeline (None: not
+    #: reading).
+    history_read: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,6 +109,9 @@ class SnapshotBuilder:
         monitor.sources = self.feed
         self.alerts: deque[AlertEntry] = deque(maxlen=ALERTS_KEPT)
         self.focus: str | None = None
+        #: How long a build reads the focused session's history for its timeline (None: to
+        #: the end); the ingest loop reads the rest between its polls.
+        self.history_step_seconds: float | None = None
         self.scanning = True
         self.watch_error: str | None = None
         self._alert_seq = 0
@@ -280,7 +283,7 @@ class SnapshotBuilder:
         state = self.monitor.sessions.get(self.focus) if self.focus else None
         if state is None:
             return None
-        self.feed.load_history(state.session_id)
+        self.feed.load_history(state.session_id, self.history_step_seconds)
         engine = self.monitor.engine
         sid = state.session_id
         marks: dict[int, list[tuple[str, str]]] = {}
@@ -296,7 +299,8 @@ class SnapshotBuilder:
             streaks=tuple(_shown_streak(s) for s in engine.streaks(sid)) if engine else (),
             pairs=tuple(_shown_pair(p) for p in engine.pingpong_pairs(sid)) if engine else (),
             burn=self._burn_line(sid, label), timeline=timeline,
-            findings=tuple(_shown_finding(f) for f in state.findings))
+            findings=tuple(_shown_finding(f) for f in state.findings),
+            history_read=self.feed.reading_history)
 
     def _sources(self) -> tuple[SourceLine, ...]:
         lines: list[SourceLine] = []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,6 +50,8 @@ TIMELINE_CALLS = 200
 ARGS_CHARS = 400
 OUTCOME_CHARS = 120
 LABEL_CHARS = 200               # labels, models, agents: a pane never shows more
+#: Of a session's transcripts, what one poll of a timeline load reads.
+HISTORY_POLL_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,7 @@ class SnapshotFeed:
         self.read = 0
         self.released = 0
         self._log_seq = 0
+        self._history_read: _HistoryRead | None = None
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)
@@ -256,30 +260,58 @@ class SnapshotFeed:
             line = self.timelines[session_id] = _Timeline()
         return line
 
-    def load_history(self, session_id: str) -> None:
-        """Put the newest history calls of a session's timeline in place beside its recorded
-        ones, read from its transcripts; again only when more history is counted.
+    @property
+    def reading_history(self) -> int | None:
+        """Calls read so far by a timeline load under way (``load_history``); None when
+        none is."""
+        return self._history_read.total if self._history_read is not None else None
 
-        The transcripts are read to their current end, which during the first scan is ahead
-        of what the scan has counted: those calls are shown now and not counted as unread
-        when the scan reaches them. A stop (``stop_requested``) abandons the read."""
-        line = self.timelines.get(session_id)
-        if line is None or not line.unread or not hasattr(self.inner, "session_reader"):
-            return
-        reader = self.inner.session_reader(session_id)
-        try:
-            read = _newest_calls(reader, self.stop_requested)
-        finally:
-            reader.close()
+    def load_history(self, session_id: str | None, seconds: float | None = None) -> bool:
+        """Put the newest history calls of a session's timeline in place beside its recorded
+        ones, read from its transcripts; again only when more history is counted. Returns
+        whether the timeline is complete.
+
+        With ``seconds``, the read stops after about that long and goes on at the next call
+        for the same session (one for another session, or for None, drops it). The
+        transcripts are read to their current end, which during the first scan is ahead of
+        what the scan has counted: those calls are shown now and not counted as unread when
+        the scan reaches them. A stop (``stop_requested``) abandons the read."""
+        read = self._history_read
+        if read is not None and read.session_id != session_id:
+            self.drop_history_read()
+            read = None
+        line = self.timelines.get(session_id) if session_id is not None else None
         if read is None:
-            return
-        total, newest = read
+            if line is None or not line.unread or not hasattr(self.inner, "session_reader"):
+                return True
+            read = self._history_read = _HistoryRead(session_id,
+                                                     self.inner.session_reader(session_id))
+        deadline = None if seconds is None else time.monotonic() + seconds
+        if not read.step(deadline, self.stop_requested):
+            if self.stop_requested is not None and self.stop_requested.is_set():
+                self.drop_history_read()
+                return True
+            return False
+        self.drop_history_read()
+        if line is None:
+            return True
         recorded = {c.index for c in line.calls}
-        merged = sorted([*(c for c in newest if c.index not in recorded), *line.calls],
+        merged = sorted([*(c for c in read.calls() if c.index not in recorded), *line.calls],
                         key=_call_index)
         line.calls = deque(merged[-TIMELINE_CALLS:], maxlen=TIMELINE_CALLS)
-        line.loaded_through = max(line.loaded_through, total)
+        line.loaded_through = max(line.loaded_through, read.total)
         line.unread = 0
+        return True
+
+    def drop_history_read(self) -> None:
+        """End a timeline load under way, closing its reader."""
+        read, self._history_read = self._history_read, None
+        if read is not None:
+            read.reader.close()
+
+    def close(self) -> None:
+        self.drop_history_read()
+        self.inner.close()
 
     def _fill(self, line: _Timeline, call: _Call, result: ToolResult) -> None:
         text = _fill_outcome(call, result)
@@ -314,46 +346,68 @@ def _replace_loaded(line: _Timeline, call: _Call) -> None:
     line.calls = deque(kept[-TIMELINE_CALLS:], maxlen=TIMELINE_CALLS)
 
 
-def _newest_calls(reader, stop_requested: threading.Event | None
-                  ) -> tuple[int, list[_Call]] | None:
-    """``(calls read, the newest TIMELINE_CALLS of them with their outcomes)`` from a session
-    reader, read to its end; None when a stop is requested meanwhile. Only the kept calls
-    are redacted: a transcript of 300,000 calls shows 200."""
-    total = 0
-    usage: tuple[int, int] | None = None
-    newest: deque[tuple[int, ToolCall, tuple[int, int] | None]] = deque(maxlen=TIMELINE_CALLS)
-    results: dict[str, ToolResult | None] = {}
-    while stop_requested is None or not stop_requested.is_set():
-        events = reader.poll()
-        for event in events:
-            if isinstance(event, ToolCall):
-                total += 1
-                if len(newest) == TIMELINE_CALLS:
-                    results.pop(newest[0][1].call_id, None)
-                newest.append((total, event, usage))
-                results[event.call_id] = None
-                usage = None
-            elif isinstance(event, ToolResult):
-                if event.call_id in results and results[event.call_id] is None:
-                    results[event.call_id] = event
-            elif isinstance(event, AssistantMessage):
-                usage = (event.usage.input, event.usage.output)
-            elif isinstance(event, CountedHistory):
-                total += event.tool_calls
-                usage = None
-        if not events and not reader.behind:
-            break
-    else:
-        return None
-    line = _Timeline()
-    line.calls = deque(maxlen=TIMELINE_CALLS)
-    for index, event, call_usage in newest:
-        call = _Call(index, event, call_usage)
-        line.calls.append(call)
-        result = results.get(event.call_id)
-        if result is not None:
-            _set_key(line, call, _plain_key(call, _fill_outcome(call, result)))
-    return total, list(line.calls)
+class _HistoryRead:
+    """A session's transcripts being read for its timeline, from their start: the calls
+    counted so far and the newest ``TIMELINE_CALLS`` of them with their results. It reads
+    in steps (``step``) so that a long transcript does not hold the board's live events
+    back; each poll reads at most ``HISTORY_POLL_BYTES``."""
+
+    __slots__ = ("newest", "reader", "results", "session_id", "total", "usage")
+
+    def __init__(self, session_id: str, reader) -> None:
+        self.session_id = session_id
+        self.reader = reader
+        for source in getattr(reader, "sources", ()):
+            if hasattr(source, "poll_budget_bytes"):
+                source.poll_budget_bytes = min(source.poll_budget_bytes, HISTORY_POLL_BYTES)
+        self.total = 0
+        self.usage: tuple[int, int] | None = None
+        self.newest: deque[tuple[int, ToolCall, tuple[int, int] | None]] = \
+            deque(maxlen=TIMELINE_CALLS)
+        self.results: dict[str, ToolResult | None] = {}
+
+    def step(self, deadline: float | None, stop_requested: threading.Event | None) -> bool:
+        """Read until the transcripts' end (True), or until ``time.monotonic()`` passes
+        ``deadline`` or a stop is requested (False)."""
+        while stop_requested is None or not stop_requested.is_set():
+            events = self.reader.poll()
+            for event in events:
+                self._take(event)
+            if not events and not self.reader.behind:
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+        return False
+
+    def _take(self, event) -> None:
+        if isinstance(event, ToolCall):
+            self.total += 1
+            if len(self.newest) == TIMELINE_CALLS:
+                self.results.pop(self.newest[0][1].call_id, None)
+            self.newest.append((self.total, event, self.usage))
+            self.results[event.call_id] = None
+            self.usage = None
+        elif isinstance(event, ToolResult):
+            if event.call_id in self.results and self.results[event.call_id] is None:
+                self.results[event.call_id] = event
+        elif isinstance(event, AssistantMessage):
+            self.usage = (event.usage.input, event.usage.output)
+        elif isinstance(event, CountedHistory):
+            self.total += event.tool_calls
+            self.usage = None
+
+    def calls(self) -> list[_Call]:
+        """The newest calls read, with their outcomes. Only these are redacted: a
+        transcript of 300,000 calls shows 200."""
+        line = _Timeline()
+        line.calls = deque(maxlen=TIMELINE_CALLS)
+        for index, event, call_usage in self.newest:
+            call = _Call(index, event, call_usage)
+            line.calls.append(call)
+            result = self.results.get(event.call_id)
+            if result is not None:
+                _set_key(line, call, _plain_key(call, _fill_outcome(call, result)))
+        return list(line.calls)
 
 
 def shown_redacted(text: str, limit: int = LABEL_CHARS) -> str:

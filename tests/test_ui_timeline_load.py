@@ -1,7 +1,8 @@
 """The detail view's timeline of a session whose calls are all history (read from its
 transcript when it is looked at, ``SnapshotFeed.load_history``), through the dashboard as
 the CLI builds it: the newest calls show whether the load happens during the first scan or
-after it, and quitting during a long load ends the reader within 2 s (docs/security.md)."""
+after it, live events go on while a long load reads, and quitting during a long load ends
+the reader within 2 s (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from test_ui_scenes import RecordingController, scene_config, wait_for
 from monitor.pipeline import Monitor
 from monitor.sources.sourceset import SourceSet
 from monitor.ui.factory import DashboardOptions, build_app
+from monitor.ui.panes.board import SessionsBoard
 from monitor.ui.screens.detail import TimelineTable
 
 SIZE = (160, 48)
@@ -149,3 +151,68 @@ async def test_quitting_during_a_timeline_load_ends_the_reader_within_2_s(
     took = time.monotonic() - quit_at
     assert took < 2.0
     assert app.ingest.finished.is_set()
+
+
+LIVE_SESSION_ID = "00000000-0000-0000-0000-000000000002"
+LIVE_KEY = "agent:main:live"
+
+
+def add_live_session(state: Path) -> Path:
+    """A session beside the long history, written now (so detected on, not only counted),
+    with one call; its transcript's path, for more calls."""
+    sessions = state / "agents" / "main" / "sessions"
+    now = time.time()
+    transcript = sessions / f"{LIVE_SESSION_ID}.jsonl"
+    transcript.write_text(json.dumps({"type": "session", "version": 3, "id": LIVE_SESSION_ID,
+                                      "cwd": "/tmp", "timestamp": _iso(now)}) + "\n")
+    append_call(transcript, 1)
+    index = json.loads((sessions / "sessions.json").read_text())
+    index[LIVE_KEY] = {"sessionId": LIVE_SESSION_ID, "updatedAt": int(now * 1000)}
+    (sessions / "sessions.json").write_text(json.dumps(index))
+    return transcript
+
+
+def append_call(transcript: Path, n: int) -> None:
+    at = time.time()
+    with transcript.open("a") as out:
+        out.write(json.dumps({
+            "type": "message", "id": f"lm{n}", "parentId": None, "timestamp": _iso(at),
+            "message": {"role": "assistant", "stopReason": "toolUse", "provider": "fake",
+                        "model": "m", "timestamp": int(at * 1000),
+                        "content": [{"type": "toolCall", "id": f"lc{n}", "name": "read",
+                                     "arguments": {"path": f"/etc/{n}"}}]}}) + "\n")
+
+
+async def test_live_events_go_on_while_a_long_timeline_loads(tmp_path, monkeypatch):
+    """A timeline load that takes many seconds (a slow reader) is read in steps between the
+    board's polls: a call appended to another session meanwhile reaches the board while
+    the load is still under way, and the timeline's title says how far the load is."""
+    state, log = write_long_history(tmp_path, CALLS)
+    live = add_live_session(state)
+    slow = SlowTranscripts(monkeypatch)
+    app = open_dashboard(state, log, slice_events=SCAN_SLICE)
+
+    def live_calls() -> int:
+        rows = app.latest.rows if app.latest else ()
+        return next((row.tool_calls for row in rows if row.key == LIVE_KEY), 0)
+
+    def reading() -> int | None:
+        focus = app.latest.focus if app.latest else None
+        return focus.history_read if focus and focus.session_id == SESSION_ID else None
+
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.settled and live_calls() == 1, timeout=30)
+        board = app.screen.query_one(SessionsBoard)
+        for _ in app.latest.rows:
+            if board.cursor_key == SESSION_ID:
+                break
+            await pilot.press("down")
+        assert board.cursor_key == SESSION_ID
+        await pilot.press("enter")
+        table = app.screen.query_one(TimelineTable)
+        await wait_for(pilot, slow.reading.is_set)
+        append_call(live, 2)
+        await wait_for(pilot, lambda: live_calls() == 2, timeout=5)
+        assert 0 < (reading() or 0) < CALLS
+        assert "reading history" in str(table.border_title)
+        await app.action_quit()

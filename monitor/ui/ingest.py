@@ -3,6 +3,8 @@
 It never touches widgets: everything leaves through ``publish(snapshot)``
 (the app posts a coalescing message). The first scan reads history quietly
 (its findings become history alerts that never ring), then the loop goes live.
+The timeline of a session whose history was only counted is read from its transcripts
+when it is looked at, ``HISTORY_STEP_SECONDS`` between two polls.
 Snapshots are published at most every ``min_interval`` seconds while data
 flows, at once when the UI asks (focus change, an action), and every
 ``heartbeat`` seconds otherwise so "time since last event" keeps moving.
@@ -30,6 +32,9 @@ from monitor.sources.wake import Waker
 MIN_INTERVAL = 0.2
 HEARTBEAT = 1.0
 SCAN_COST_FACTOR = 20.0     # while scanning: publish at most every 20× the last build time
+#: How long a timeline load reads between two polls: a long history (a 200 MB transcript
+#: takes seconds) is read in steps, live events going on between them.
+HISTORY_STEP_SECONDS = 0.05
 
 
 class IngestLoop:
@@ -117,6 +122,7 @@ class IngestLoop:
         if self.slice_events:
             feed.slice_events = self.slice_events
         builder.focus = self._focus
+        builder.history_step_seconds = HISTORY_STEP_SECONDS
         self._publish(builder)
         if self.stopped.is_set():
             return
@@ -139,6 +145,10 @@ class IngestLoop:
                 self.metrics.observe(records)
             builder.absorb(records)
             dirty = dirty or bool(records) or builder.scanning
+            if feed.reading_history is not None:
+                dirty = True
+                if feed.load_history(self._focus, HISTORY_STEP_SECONDS):
+                    self._forced = True
             if builder.scanning and not feed.backlog and not feed.behind \
                     and feed.read - read_before < feed.slice_events:
                 self._finish_scan(monitor, builder, collector)
@@ -152,7 +162,7 @@ class IngestLoop:
                 builder.focus = self._focus
                 self._publish(builder)
                 last_publish = time.monotonic()
-            if feed.backlog or feed.behind:
+            if feed.backlog or feed.behind or feed.reading_history is not None:
                 continue
             wait = self.poll_seconds if not dirty else max(
                 0.0, self.min_interval - (time.monotonic() - last_publish))

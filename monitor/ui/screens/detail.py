@@ -57,6 +57,9 @@ class DetailSummary(PaneStatic):
         self.put(text)
 
 
+TIMELINE_TITLE = "Tool-call timeline (secrets redacted)"
+
+
 class TimelineTable(RowsView):
     DEFAULT_CLASSES = "pane"
 
@@ -65,7 +68,7 @@ class TimelineTable(RowsView):
         self.palette: Palette | None = None
 
     def on_mount(self) -> None:
-        self.border_title = "Tool-call timeline (secrets redacted)"
+        set_title(self, TIMELINE_TITLE)
 
     def cells(self, call: TimelineEntry):
         palette = self.palette
@@ -90,6 +93,9 @@ class TimelineTable(RowsView):
             self.palette = palette
             self.restyle()
         focus = focus_of(snapshot, view)
+        reading = focus.history_read if focus else None
+        set_title(self, TIMELINE_TITLE if reading is None else
+                  f"{TIMELINE_TITLE} · reading history: {reading:,} calls")
         rows = [(str(call.index), call) for call in (focus.timeline if focus else ())]
         at_end = not self.rows or self.cursor >= len(self.rows) - 1
         self.set_rows(rows, keep=rows[-1][0] if rows and at_end else None)
