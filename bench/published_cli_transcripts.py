@@ -98,9 +98,22 @@ def check_source_errors(table: Table, source: str, report: dict) -> None:
         table.fail(source, "error samples", json.dumps(summary.get("error_samples"))[:300])
 
 
+def without_records(source: str, empty: list[str]) -> None:
+    """Transcripts that hold no record are no sessions: said, and none may be replayed (the
+    sessions checks compare the replayed ones with those that hold records)."""
+    if empty:
+        print(f"{source}: {len(empty)} transcript(s) without a record, no session: "
+              + ", ".join(empty))
+
+
 def check_claude(table: Table, root: Path, report: dict, home: Path) -> dict:
     source = "claude-code"
     sessions = claude_files(root / "projects")
+    empty = sorted(sid for sid, paths in sessions.items()
+                   if not any(path.read_text().strip() for path in paths))
+    for sid in empty:
+        del sessions[sid]
+    without_records(source, empty)
     check_source_errors(table, source, report)
     replayed = {s.get("session_id"): s for s in report["sessions"]
                 if s.get("source") == source}
@@ -129,6 +142,9 @@ def check_codex(table: Table, root: Path, report: dict, home: Path) -> dict:
     replayed = {s.get("session_id"): s for s in report["sessions"]
                 if s.get("source") == source}
     raws = {path: raw_codex(path) for path in files}
+    empty = sorted(path.name for path, raw in raws.items() if raw["id"] is None)
+    raws = {path: raw for path, raw in raws.items() if raw["id"] is not None}
+    without_records(source, empty)
     table.check(source, "replayed sessions", sorted(r["id"] for r in raws.values()),
                 sorted(replayed))
     rows = {Path(str(row.get("sessionFile", ""))).name.removesuffix(".jsonl"): row
