@@ -28,6 +28,7 @@ from monitor.records import (
     redacted,
 )
 from monitor.redaction import bounded_output, clip, known_secrets
+from monitor.shown import shown_redacted, shown_repeated
 from monitor.snapshot import (
     AlertEntry,
     BoardRow,
@@ -36,7 +37,7 @@ from monitor.snapshot import (
     Snapshot,
     SourceLine,
 )
-from monitor.snapshot_feed import SnapshotFeed, shown_redacted, shown_repeated
+from monitor.snapshot_feed import SnapshotFeed
 
 IDLE_AFTER_SECONDS = 30.0       # no event for this long: idle (or stalled while a run is active)
 STALL_AFTER_SECONDS = 120.0     # a run the index calls active, silent this long: stalled

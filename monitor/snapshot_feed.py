@@ -21,7 +21,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from monitor.detect.memo import BoundedMemo
 from monitor.display import printable
 from monitor.events import (
     AssistantMessage,
@@ -32,16 +31,14 @@ from monitor.events import (
     ToolResult,
 )
 from monitor.redaction import (
-    REDACT_SLACK,
     clip,
     format_arguments,
-    known_secrets,
     redact,
     redact_text,
     redacted_cut,
-    redacted_start,
     shown_start,
 )
+from monitor.shown import shown_redacted
 
 SLICE_EVENTS = 4000             # events released per step while a backlog drains
 LOG_LINES = 1000
@@ -49,7 +46,6 @@ LOG_MESSAGE_CHARS = 4000        # of a gateway-log line's message (the pane show
 TIMELINE_CALLS = 200
 ARGS_CHARS = 400
 OUTCOME_CHARS = 120
-LABEL_CHARS = 200               # labels, models, agents: a pane never shows more
 #: Of a session's transcripts, what one poll of a timeline load reads.
 HISTORY_POLL_BYTES = 1 << 20
 
@@ -408,35 +404,6 @@ class _HistoryRead:
             if result is not None:
                 _set_key(line, call, _plain_key(call, _fill_outcome(call, result)))
         return list(line.calls)
-
-
-def shown_redacted(text: str, limit: int = LABEL_CHARS) -> str:
-    """``text`` redacted, cut to ``limit`` characters (``…`` marks a cut), then made
-    printable. In this order, because ``printable`` shows a tab or newline as ``␉``/``␊``
-    and the secret rules that need whitespace (``Bearer <token>``, ``--token <token>``)
-    would no longer match after it; and with the whitespace kept, not collapsed, so a key
-    with a tab or an ideographic space at its end does not read like the key without. A
-    text longer than the redacted view is marked cut even when its secrets shrank it."""
-    redacted = redacted_start(text, limit)
-    if len(redacted) > limit or len(text) > limit + REDACT_SLACK:
-        redacted = redacted[:limit - 1] + "…"
-    return printable(redacted)
-
-
-#: Distinct values ``shown_repeated`` remembers; past it, it starts over.
-REMEMBERED_SHOWN = 512
-_SHOWN_REPEATED = BoundedMemo(REMEMBERED_SHOWN)
-
-
-def shown_repeated(text: str, limit: int = LABEL_CHARS) -> str:
-    """``shown_redacted`` of a value that many rows share (an agent id, a model, a source kind),
-    remembered while the registered secrets stay the same: redacting those is most of the
-    first board of a large state dir."""
-    known = known_secrets()
-    remembered = _SHOWN_REPEATED.get((text, limit))
-    if remembered is not None and remembered[0] is known:
-        return remembered[1]
-    return _SHOWN_REPEATED.keep((text, limit), (known, shown_redacted(text, limit)))[1]
 
 
 def _plain_key(call: _Call, text: str) -> str:

@@ -16,7 +16,7 @@ from test_hostile_cli import clawwatch
 
 from monitor.redaction import REDACTED, redact_text
 from monitor.redaction.clipping import OUTPUT_TEXT_CHARS, bounded_output
-from monitor.snapshot_feed import shown_redacted
+from monitor.shown import shown_redacted
 
 LONG = "--x-token-" * 100_000          # the slowest shape for the flag rule: 1 MB
 KEY = "agent:main:" + LONG

@@ -28,7 +28,7 @@ from monitor.demo.sim.scenarios import Scenario, ScenarioEnv, ToolStep
 from monitor.demo.sim.session import FakeClock
 from monitor.demo.sim.simulator import Simulator
 from monitor.redaction import REDACTED, clipping, redact, redact_text, structured
-from monitor.snapshot_feed import shown_repeated
+from monitor.shown import shown_repeated
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -19,8 +19,8 @@ from textual import work
 from textual.timer import Timer
 
 from monitor.act.api import ActionKind, ActionResult
+from monitor.shown import shown_redacted
 from monitor.snapshot import BoardRow, Snapshot
-from monitor.snapshot_feed import shown_redacted
 from monitor.ui.alerting import burst_toast
 from monitor.ui.messages import ActionFinished, KillCandidatesFound, Rang
 from monitor.ui.screens.dialogs import ConfirmScreen

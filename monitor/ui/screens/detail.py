@@ -12,8 +12,8 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header
 
 from monitor.display import printable
+from monitor.shown import shown_redacted
 from monitor.snapshot import Snapshot, TimelineEntry
-from monitor.snapshot_feed import shown_redacted
 from monitor.ui.panes.base import PaneStatic, set_title
 from monitor.ui.panes.rows import RowsView
 from monitor.ui.panes.side import focus_of
