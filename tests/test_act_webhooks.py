@@ -288,3 +288,68 @@ def test_webhook_bodies_are_redacted(receiver):
     bodies = b"".join(body for _, _, body in server.requests).decode()
     assert len(server.requests) == 2
     assert "Hunter2Hunter2" not in bodies and "abcdefghijklmnop1234" not in bodies
+
+
+# ------------------------------------------------ a receiver that answers hostilely
+
+
+class HostileReceiver:
+    """A raw TCP receiver: reads a request, then ``answer(connection)`` writes whatever it
+    likes until the client goes away. ``requests`` is set when a request arrived."""
+
+    def __init__(self, answer) -> None:
+        self.answer = answer
+        self.requests = threading.Event()
+        self.sent = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/hook"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        with connection:
+            try:
+                connection.recv(65536)
+                self.requests.set()
+                self.answer(self, connection)
+            except OSError:
+                pass
+
+    def send(self, connection: socket.socket, data: bytes) -> None:
+        connection.sendall(data)
+        self.sent += len(data)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def endless_body(receiver: HostileReceiver, connection: socket.socket) -> None:
+    """200, then a chunked body that never ends (64 KiB every 10 ms)."""
+    receiver.send(connection, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+    chunk = b"10000\r\n" + b"x" * 0x10000 + b"\r\n"
+    while True:
+        receiver.send(connection, chunk)
+        time.sleep(0.01)
+
+
+def test_an_endless_answer_body_is_not_read():
+    """The worker read the answer's whole body: a receiver answering 200 and then bytes for
+    ever held it for ever, the memory growing (5 GB in 8 s at full speed), and no alert was
+    delivered after it. The status is all clawwatch needs."""
+    server = HostileReceiver(endless_body)
+    try:
+        notifier = notifier_for(WebhookConfig(url=server.url, timeout_seconds=2.0, retries=0))
+        notifier.notify(CRITICAL)
+        assert notifier.flush(5)
+        notifier.close()
+        assert (notifier.delivered, notifier.failed) == (1, 0)
+        assert server.sent < 8 * 2**20
+    finally:
+        server.close()

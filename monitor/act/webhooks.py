@@ -4,7 +4,7 @@
 dropped and counted), so the live loop never waits for the network. The worker POSTs to
 every configured webhook whose ``min_level`` the record reaches (actions always), and
 retries connection errors, time-outs, 429 and 5xx with exponential backoff, up to
-``retries`` more times.
+``retries`` more times. Only the answer's status is read, never its body.
 
 Bodies (``template``):
 
@@ -234,19 +234,25 @@ class WebhookNotifier:
                     break
                 delay = min(delay * 2, MAX_BACKOFF)
             try:
-                response = self._client.post(webhook.url, content=body, headers=headers,
-                                             timeout=webhook.timeout_seconds)
+                status = self._post(webhook, body, headers)
             except httpx.HTTPError as exc:
                 problem = f"{type(exc).__name__}: {exc}"
                 continue
-            if response.status_code < 300:
+            if status < 300:
                 self.delivered += 1
                 return True
-            problem = f"HTTP {response.status_code}"
-            if response.status_code != 429 and response.status_code < 500:
+            problem = f"HTTP {status}"
+            if status != 429 and status < 500:
                 break
         self._failed(webhook, record, problem)
         return False
+
+    def _post(self, webhook, body: bytes, headers: dict[str, str]) -> int:
+        """POST ``body`` to ``webhook``: the answer's status. The answer's body is never read:
+        an endless one can neither hold the worker nor fill memory."""
+        with self._client.stream("POST", webhook.url, content=body, headers=headers,
+                                 timeout=webhook.timeout_seconds) as response:
+            return response.status_code
 
     def flush(self, timeout: float) -> bool:
         """Wait until everything queued so far was handled; False on time-out."""
