@@ -353,3 +353,45 @@ def test_an_endless_answer_body_is_not_read():
         assert server.sent < 8 * 2**20
     finally:
         server.close()
+
+
+def headers_byte_by_byte(receiver: HostileReceiver, connection: socket.socket) -> None:
+    """A status line, then a header a byte every 0.2 s for ever: each read is quick."""
+    receiver.send(connection, b"HTTP/1.1 200 OK\r\n")
+    while True:
+        receiver.send(connection, b"X")
+        time.sleep(0.2)
+
+
+def test_a_receiver_answering_a_byte_at_a_time_is_cut_at_the_timeout():
+    """httpx's timeout bounds each read, not the answer: a receiver sending a byte within
+    each timeout held the worker for ever, and every later alert waited behind it."""
+    server = HostileReceiver(headers_byte_by_byte)
+    try:
+        notifier = notifier_for(WebhookConfig(url=server.url, timeout_seconds=1.0, retries=0))
+        notifier.notify(CRITICAL)
+        started = time.monotonic()
+        assert notifier.flush(6)
+        assert time.monotonic() - started < 4
+        notifier.close()
+        assert (notifier.delivered, notifier.failed) == (0, 1)
+        assert "no whole answer within 1 s" in notifier.last_error
+    finally:
+        server.close()
+
+
+def test_close_cuts_a_post_in_flight_so_the_worker_ends():
+    """A post to a receiver that never finishes answering was left to the daemon worker,
+    which went on holding its connection until the receiver let go."""
+    server = HostileReceiver(headers_byte_by_byte)
+    try:
+        notifier = notifier_for(WebhookConfig(url=server.url, timeout_seconds=60.0, retries=0))
+        notifier.notify(CRITICAL)
+        assert server.requests.wait(5)
+        started = time.monotonic()
+        notifier.close(timeout=0.25)
+        notifier._thread.join(1.0)
+        assert time.monotonic() - started < 2
+        assert not notifier._thread.is_alive()
+    finally:
+        server.close()

@@ -4,7 +4,8 @@
 dropped and counted), so the live loop never waits for the network. The worker POSTs to
 every configured webhook whose ``min_level`` the record reaches (actions always), and
 retries connection errors, time-outs, 429 and 5xx with exponential backoff, up to
-``retries`` more times. Only the answer's status is read, never its body.
+``retries`` more times. Only the answer's status is read, never its body, and an attempt
+takes ``timeout_seconds`` in all, however slowly the receiver answers.
 
 Bodies (``template``):
 
@@ -39,6 +40,7 @@ from collections.abc import Callable
 import httpx
 
 from monitor import __version__, untrusted_json
+from monitor.act.http_deadline import Deadline
 from monitor.display import printable
 from monitor.records import ActionRecord, FindingRecord, Record, redacted
 from monitor.records import as_json as record_json
@@ -154,7 +156,9 @@ class WebhookNotifier:
         self._sleep = sleep or self._stop.wait
         self._pending = 0
         self._idle = threading.Condition()
+        self._deadline: Deadline | None = None
         self._client = httpx.Client(transport=transport, follow_redirects=True,
+                                    limits=httpx.Limits(max_keepalive_connections=0),
                                     headers={"User-Agent": f"clawwatch/{__version__}"})
         self._thread = threading.Thread(target=self._run, name="clawwatch-webhooks",
                                         daemon=True)
@@ -248,11 +252,23 @@ class WebhookNotifier:
         return False
 
     def _post(self, webhook, body: bytes, headers: dict[str, str]) -> int:
-        """POST ``body`` to ``webhook``: the answer's status. The answer's body is never read:
-        an endless one can neither hold the worker nor fill memory."""
-        with self._client.stream("POST", webhook.url, content=body, headers=headers,
-                                 timeout=webhook.timeout_seconds) as response:
-            return response.status_code
+        """POST ``body`` to ``webhook``: the answer's status. The answer's body is never read
+        (an endless one cannot fill memory) and the exchange takes ``timeout_seconds`` in all,
+        however slowly the receiver answers (``close()`` cuts it short)."""
+        with Deadline(webhook.timeout_seconds) as deadline:
+            self._deadline = deadline
+            try:
+                with self._client.stream("POST", webhook.url, content=body, headers=headers,
+                                         timeout=webhook.timeout_seconds,
+                                         extensions={"trace": deadline.trace}) as response:
+                    return response.status_code
+            except httpx.HTTPError:
+                if deadline.expired:
+                    raise httpx.TimeoutException(
+                        f"no whole answer within {webhook.timeout_seconds:g} s") from None
+                raise
+            finally:
+                self._deadline = None
 
     def flush(self, timeout: float) -> bool:
         """Wait until everything queued so far was handled; False on time-out."""
@@ -267,12 +283,15 @@ class WebhookNotifier:
 
     def close(self, timeout: float = 1.0) -> None:
         """Deliver what is queued within ``timeout`` seconds in all, then stop: what is not
-        delivered by then is given up (a post still waiting on its receiver goes with the
-        daemon worker), so a stopping clawwatch ends in time."""
+        delivered by then is given up (a post still waiting on its receiver is cut), so a
+        stopping clawwatch ends in time."""
         deadline = time.monotonic() + timeout
         if self.webhooks and self._thread.is_alive():
             self.flush(timeout)
             self._stop.set()
+            in_flight = self._deadline
+            if in_flight is not None:
+                in_flight.cut()
             try:
                 self._queue.put_nowait(None)
             except queue.Full:
