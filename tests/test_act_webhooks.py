@@ -170,6 +170,19 @@ def test_ntfy_and_slack_templates(receiver):
                                         "agent:main:loop*\n" + CRITICAL.message}
 
 
+def test_the_slack_template_cannot_mention_link_or_reverse_from_data():
+    """Slack reads ``<!channel>`` as a mention of everyone and ``<URL|label>`` as a link
+    showing only its label; a session key or finding text carrying them pinged the channel
+    and offered a disguised link, and a right-to-left override reached the channel raw."""
+    record = replace(CRITICAL, key="agent:main:<!channel>",
+                     message="Called <https://evil.example/login|Re-authenticate> & "
+                             "\u202egnp.exe <!everyone>\nsecond line")
+    text = json.loads(render("slack", record)[0])["text"]
+    assert text == ("*clawwatch critical: generic_repeat on agent:main:&lt;!channel&gt;*\n"
+                    "Called &lt;https://evil.example/login|Re-authenticate&gt; &amp; "
+                    "&lt;U+202E&gt;gnp.exe &lt;!everyone&gt;\nsecond line")
+
+
 def test_custom_templates_substitute_fields_and_escape_json():
     body, headers = render('{"title": "{detector} x{count}", "msg": "{message}"}', CRITICAL)
     assert headers["Content-Type"] == "application/json"

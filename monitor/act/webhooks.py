@@ -12,7 +12,8 @@ Bodies (``template``):
 * null: the record as JSON, plus ``"source": "clawwatch"``;
 * ``"ntfy"``: ntfy-style, the message as plain text with ``Title``, ``Priority`` and
   ``Tags`` headers;
-* ``"slack"``: Slack-style, ``{"text": "…"}``;
+* ``"slack"``: Slack-style, ``{"text": "…"}`` (the values shown as ``printable`` and
+  Slack-escaped: no mention or link from data);
 * anything else: the template with ``{detector}``, ``{level}``, ``{count}``, ``{tool}``,
   ``{key}``, ``{message}`` (also ``{action}``, ``{ok}``, ``{detail}``, ``{kind}``)
   replaced; a template that is JSON gets JSON-escaped values and is sent as JSON.
@@ -89,6 +90,14 @@ def header_value(text: str) -> str:
     return " ".join(f"=?utf-8?b?{base64.b64encode(word).decode('ascii')}?=" for word in words)
 
 
+def slack_text(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` for a Slack message: ``printable``, and ``&``, ``<``, ``>`` escaped as Slack
+    asks, so data cannot write a mention (``<!channel>``) or a link whose label hides where it
+    goes (``<https://evil|Re-authenticate>``)."""
+    text = printable(text, keep_newlines=keep_newlines)
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def render(template: str | None, record: FindingRecord | ActionRecord
            ) -> tuple[bytes, dict[str, str]]:
     """(body, headers) for one webhook POST (the record redacted first)."""
@@ -105,7 +114,7 @@ def render(template: str | None, record: FindingRecord | ActionRecord
             "Priority": "urgent" if urgent else "default",
             "Tags": "rotating_light" if urgent else "warning"}
     if template == "slack":
-        text = f"*{headline}*\n{values['message']}"
+        text = f"*{slack_text(headline)}*\n{slack_text(values['message'], keep_newlines=True)}"
         return json.dumps({"text": text}).encode(), {"Content-Type": "application/json"}
     as_json = template.lstrip()[:1] in ("{", "[")
 
