@@ -202,7 +202,7 @@ def test_real_prometheus_and_alertmanager_page_for_the_looping_demo_sessions(tmp
         for alert in hook.firing("ClawwatchSessionCritical"):
             key = alert["labels"]["session_key"]
             assert alert["labels"]["severity"] == "page"
-            assert f"clawwatch stop {key}" in alert["annotations"]["description"]
+            assert f"clawwatch stop '{key}'" in alert["annotations"]["description"]
             assert key in alert["annotations"]["summary"]
 
         # The healthy session was watched to its end and never alerted, not even pending.

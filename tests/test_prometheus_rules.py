@@ -27,6 +27,10 @@ ALERTMANAGER = ROOT / "deploy" / "alertmanager" / "example.yml"
 UNIT = ROOT / "deploy" / "systemd" / "clawwatch.service"
 
 
+#: The command a session alert suggests: the key single-quoted for the shell.
+STOP_COMMAND = """`clawwatch stop '{{ $labels.session_key | reReplaceAll "'" "'\\\\''" }}'`"""
+
+
 def rules() -> list[dict]:
     return [rule for group in yaml.safe_load(RULES.read_text())["groups"]
             for rule in group["rules"]]
@@ -58,13 +62,28 @@ def test_every_rule_is_unit_tested_firing_and_is_annotated():
         assert rule["labels"]["severity"] in ("page", "warning"), rule["alert"]
         assert rule["annotations"]["summary"] and rule["annotations"]["description"]
         if "session_key" in rule["expr"] or "clawwatch_session" in rule["expr"]:
-            assert "clawwatch stop {{ $labels.session_key }}" in \
-                rule["annotations"]["description"], rule["alert"]
+            assert STOP_COMMAND in rule["annotations"]["description"], rule["alert"]
     assert {"ClawwatchSessionCritical", "ClawwatchSessionOverBudget", "ClawwatchBurnRateHigh",
             "ClawwatchSourceErrors", "ClawwatchSourceStalled", "ClawwatchExporterDown"} \
         <= set(names)
     down = next(r for r in rules() if r["alert"] == "ClawwatchExporterDown")
     assert down["expr"] == 'up{job="clawwatch"} == 0'
+
+
+def test_a_suggested_stop_command_is_the_session_key_as_one_shell_word():
+    """A session key is data; the descriptions used to paste it bare into the command they
+    suggest, so a key holding ``;``, ``$(…)`` or a quote ran a command of its author's when
+    the suggestion was pasted into a shell. The unit tests render a key with all three
+    (promtool checks the text); here that text is read as the shell would."""
+    cases = [alert for test in yaml.safe_load(RULE_TESTS.read_text())["tests"]
+             for case in test.get("alert_rule_test", [])
+             for alert in case.get("exp_alerts") or []]
+    commands = [(alert["exp_labels"]["session_key"], found.group(1)) for alert in cases
+                if (found := re.search(r"`(clawwatch stop [^`]*)`",
+                                       alert["exp_annotations"]["description"]))]
+    assert "agent:main:it's $(id);x" in dict(commands)
+    for key, command in commands:
+        assert shlex.split(command) == ["clawwatch", "stop", key]
 
 
 def test_the_rules_name_only_metrics_clawwatch_exports(tmp_path):
