@@ -1,12 +1,14 @@
 """The ``--metrics HOST:PORT`` endpoint: the listen address, the ``prometheus_client``
 collector that writes a ``MetricsHub``'s snapshot as Prometheus/OpenMetrics series, and the
-HTTP server that serves it at ``/metrics``.
+HTTP server that serves it at ``/metrics``, one page at a time.
 
 ``prometheus_client`` is imported only when an exporter is started, so a monitor without
 ``--metrics`` (and the config loader, which checks ``metrics.listen``) never loads it.
 """
 
 from __future__ import annotations
+
+import threading
 
 from monitor import __version__
 from monitor.compiled import build_label
@@ -167,6 +169,17 @@ class ClawwatchCollector:
                                 value=snap.build_seconds)
 
 
+def one_at_a_time(app):
+    """``app`` answering one request at a time: a page is written under the GIL, so many
+    clients scraping at once took the CPU, and the snapshot lock, from the live loop."""
+    lock = threading.Lock()
+
+    def serialized(environ, start_response):
+        with lock:
+            return app(environ, start_response)
+    return serialized
+
+
 class MetricsServer:
     """The HTTP endpoint (``/metrics``) of one hub (``metrics_http``: no client can hold
     it); ``close()`` stops it."""
@@ -185,7 +198,8 @@ class MetricsServer:
         GCCollector(registry=self.registry)
         self.registry.register(ClawwatchCollector(hub))
         try:
-            self.httpd, self.thread = serve(make_wsgi_app(self.registry), host, port)
+            self.httpd, self.thread = serve(one_at_a_time(make_wsgi_app(self.registry)),
+                                            host, port)
         except OSError as exc:
             raise MetricsListenError(f"{listen}: cannot listen: {exc.strerror or exc}") \
                 from None

@@ -167,3 +167,43 @@ def wait_for_call(proc: subprocess.Popen, call_id: str, seconds: float) -> bool:
 
     threading.Thread(target=read, daemon=True).start()
     return found.wait(seconds)
+
+
+class Rendezvous:
+    """A collector in which two scrapes meet if the server writes two pages at once."""
+
+    def __init__(self) -> None:
+        self.barrier = threading.Barrier(2, timeout=1.0)
+        self.met = 0
+
+    def collect(self):
+        try:
+            self.barrier.wait()
+            self.met += 1
+        except threading.BrokenBarrierError:
+            self.barrier.reset()
+        return []
+
+
+def test_pages_are_written_one_at_a_time_so_scrapers_cannot_starve_the_loop():
+    """Each page is written under the GIL and takes the snapshot lock: 16 clients scraping
+    at once (anyone on the host can) slowed the live loop's step from 0.3 ms to 376 ms at
+    1,000 sessions. The server writes one page at a time; the others wait their turn."""
+    from monitor.metrics import MetricsHub
+    from monitor.metrics_server import MetricsServer
+
+    server = MetricsServer(MetricsHub(None), "127.0.0.1:0")
+    rendezvous = Rendezvous()
+    server.registry.register(rendezvous)
+    try:
+        statuses: list[int] = []
+        scrapers = [threading.Thread(target=lambda: statuses.append(scrape(server.port)))
+                    for _ in range(2)]
+        for thread in scrapers:
+            thread.start()
+        for thread in scrapers:
+            thread.join(10)
+        assert statuses == [200, 200]
+        assert rendezvous.met == 0
+    finally:
+        server.close()
