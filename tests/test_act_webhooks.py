@@ -408,3 +408,26 @@ def test_close_cuts_a_post_in_flight_so_the_worker_ends():
         assert not notifier._thread.is_alive()
     finally:
         server.close()
+
+
+def test_a_redirect_is_not_followed_and_is_reported(receiver):
+    """A receiver answering 307 sent the alert on to whatever host it named (from https to
+    plain http too), and a 303 turned the POST into a bodiless GET whose 200 counted as
+    delivered: the alert was lost with nothing said."""
+    elsewhere = receiver()
+
+    def redirect(server: HostileReceiver, connection: socket.socket) -> None:
+        server.send(connection, f"HTTP/1.1 307 Temporary Redirect\r\nLocation: "
+                                f"{elsewhere.url}\r\nContent-Length: 0\r\n\r\n".encode())
+
+    server = HostileReceiver(redirect)
+    try:
+        notifier = notifier_for(WebhookConfig(url=server.url, retries=2))
+        notifier.notify(CRITICAL)
+        assert notifier.flush(10)
+        notifier.close()
+        assert (notifier.delivered, notifier.failed) == (0, 1)
+        assert elsewhere.requests == []
+        assert "HTTP 307 (a redirect, which clawwatch does not follow)" in notifier.last_error
+    finally:
+        server.close()

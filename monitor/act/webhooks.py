@@ -4,7 +4,8 @@
 dropped and counted), so the live loop never waits for the network. The worker POSTs to
 every configured webhook whose ``min_level`` the record reaches (actions always), and
 retries connection errors, time-outs, 429 and 5xx with exponential backoff, up to
-``retries`` more times. Only the answer's status is read, never its body, and an attempt
+``retries`` more times. A redirect is a failure, not followed: an alert goes to the
+configured URL or nowhere. Only the answer's status is read, never its body, and an attempt
 takes ``timeout_seconds`` in all, however slowly the receiver answers.
 
 Bodies (``template``):
@@ -166,7 +167,7 @@ class WebhookNotifier:
         self._pending = 0
         self._idle = threading.Condition()
         self._deadline: Deadline | None = None
-        self._client = httpx.Client(transport=transport, follow_redirects=True,
+        self._client = httpx.Client(transport=transport, follow_redirects=False,
                                     limits=httpx.Limits(max_keepalive_connections=0),
                                     headers={"User-Agent": f"clawwatch/{__version__}"})
         self._thread = threading.Thread(target=self._run, name="clawwatch-webhooks",
@@ -255,6 +256,8 @@ class WebhookNotifier:
                 self.delivered += 1
                 return True
             problem = f"HTTP {status}"
+            if 300 <= status < 400:
+                problem += " (a redirect, which clawwatch does not follow)"
             if status != 429 and status < 500:
                 break
         self._failed(webhook, record, problem)
