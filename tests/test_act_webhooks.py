@@ -431,3 +431,22 @@ def test_a_redirect_is_not_followed_and_is_reported(receiver):
         assert "HTTP 307 (a redirect, which clawwatch does not follow)" in notifier.last_error
     finally:
         server.close()
+
+
+def test_config_check_does_not_show_a_webhook_password_in_a_misplaced_url(tmp_path):
+    """A webhook URL written as a list (``url: [https://user:pass@host/…]``) is a type error,
+    and the error showed the value, password and all, on stderr of ``config check``, of
+    ``watch`` and of the dashboard."""
+    import os
+    import subprocess
+    import sys
+
+    config = tmp_path / "config.yaml"
+    config.write_text("alerts:\n  webhooks:\n    - url: "
+                      "['https://alerts:Hunter2Hunter2xyz@hooks.example.com/hook']\n")
+    result = subprocess.run([sys.executable, "-m", "monitor", "config", "check", str(config)],
+                            capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "CLAWWATCH_LOG_DIRS": "/nonexistent-cw"})
+    assert result.returncode == 2
+    assert "alerts.webhooks[0].url: must be a string" in result.stderr + result.stdout
+    assert "Hunter2Hunter2xyz" not in result.stderr + result.stdout

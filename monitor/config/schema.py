@@ -48,11 +48,16 @@ def _cap(text: str) -> str:
 
 
 def _show(value: Any, limit: int = 80) -> str:
-    """``repr(value)`` cut to ``limit`` characters (a value may be a 1 MiB string)."""
+    """``repr(value)`` redacted, then cut to ``limit`` characters (a value may be a 1 MiB
+    string, or a secret in the wrong place: a webhook URL with a password written as a
+    list). Redaction is imported here, for a config with an error only."""
+    from monitor.redaction import redacted_start
+
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**limit:
         return f"an integer of {len(str(abs(value)))} digits"
     text = repr(value) if not isinstance(value, (dict, list)) or len(value) < 50 \
         else f"a {type(value).__name__} of {len(value)} items"
+    text = redacted_start(text, limit)
     return text if len(text) <= limit else text[:limit] + "…"
 
 
