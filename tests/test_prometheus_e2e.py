@@ -229,3 +229,80 @@ def test_real_prometheus_and_alertmanager_page_for_the_looping_demo_sessions(tmp
     finally:
         procs.close()
         hook.close()
+
+
+class SlackHook:
+    """A Slack incoming webhook: the JSON body of every message posted to it."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict] = []
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                hook.messages.append(json.loads(body))
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/services/T/B/x"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.timeout(120)
+def test_the_example_slack_receiver_cannot_be_made_to_mention_or_link_by_a_session_key(
+        tmp_path):
+    """The rules put the session key (data) into the summary and description, and the
+    example's Slack receiver sent them as they were: Slack reads ``<!channel>`` in a message
+    as a mention of everyone, and ``<URL|label>`` as a link showing only its label. Its title
+    and text escape ``&``, ``<`` and ``>`` as Slack asks. A real Alertmanager, the example's
+    receiver pointed at a local hook."""
+    alertmanager_bin = tool("alertmanager")
+    port = free_port()
+    slack = SlackHook()
+    procs = Processes(tmp_path)
+    try:
+        config = yaml.safe_load((ROOT / "deploy" / "alertmanager" / "example.yml").read_text())
+        config["route"]["group_wait"] = "0s"
+        receiver = next(r for r in config["receivers"] if r["name"] == "slack-warnings")
+        slack_config = receiver["slack_configs"][0]
+        del slack_config["api_url_file"]
+        slack_config["api_url"] = slack.url
+        (tmp_path / "alertmanager.yml").write_text(yaml.safe_dump(config))
+        procs.start("alertmanager", [
+            alertmanager_bin, f"--config.file={tmp_path / 'alertmanager.yml'}",
+            f"--storage.path={tmp_path / 'am-data'}", f"--web.listen-address=127.0.0.1:{port}",
+            "--cluster.listen-address=", "--log.level=warn"])
+        alertmanager = f"http://127.0.0.1:{port}"
+        wait_for(lambda: get(f"{alertmanager}/-/ready")[0] == 200, 30,
+                 f"Alertmanager to start: {procs.log('alertmanager')}")
+        key = "agent:main:<!channel> <https://evil.example/x|open the runbook> & co"
+        alert = [{"labels": {"alertname": "ClawwatchSessionWarning", "severity": "warning",
+                             "session_key": key, "instance": "gw1:9464"},
+                  "annotations": {"summary": f"Session {key} has had a warning",
+                                  "description": f"Session {key} (agent main) has a warning"}}]
+        request = urllib.request.Request(f"{alertmanager}/api/v2/alerts",
+                                         data=json.dumps(alert).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+        wait_for(lambda: slack.messages, 60,
+                 f"the Slack message ({procs.log('alertmanager')})")
+        [attachment] = slack.messages[0]["attachments"]
+        shown = "agent:main:&lt;!channel&gt; &lt;https://evil.example/x|open the runbook&gt; " \
+                "&amp; co"
+        assert attachment["title"] == f"Session {shown} has had a warning"
+        assert attachment["text"].strip() == f"Session {shown} (agent main) has a warning"
+    finally:
+        procs.close()
+        slack.close()
