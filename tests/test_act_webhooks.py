@@ -403,9 +403,9 @@ def test_close_cuts_a_post_in_flight_so_the_worker_ends():
         assert server.requests.wait(5)
         started = time.monotonic()
         notifier.close(timeout=0.25)
-        notifier._thread.join(1.0)
+        notifier._lanes[0].thread.join(1.0)
         assert time.monotonic() - started < 2
-        assert not notifier._thread.is_alive()
+        assert not notifier.alive
     finally:
         server.close()
 
@@ -450,3 +450,33 @@ def test_config_check_does_not_show_a_webhook_password_in_a_misplaced_url(tmp_pa
     assert result.returncode == 2
     assert "alerts.webhooks[0].url: must be a string" in result.stderr + result.stdout
     assert "Hunter2Hunter2xyz" not in result.stderr + result.stdout
+
+
+def never_answers(receiver: HostileReceiver, connection: socket.socket) -> None:
+    """Takes the request and says nothing until the client goes away."""
+    connection.recv(1)
+
+
+def test_a_receiver_that_never_answers_delays_no_other_webhook(receiver):
+    """One worker served every webhook in turn: a receiver that took the POST and never
+    answered held each alert for its timeout and retries (24 s with the defaults) before
+    the next webhook, the phone's, was even tried."""
+    silent = HostileReceiver(never_answers)
+    good = receiver()
+    try:
+        notifier = notifier_for(WebhookConfig(url=silent.url, timeout_seconds=30.0),
+                                WebhookConfig(url=good.url))
+        assert notifier.notify(CRITICAL)
+        assert silent.requests.wait(5)
+        started = time.monotonic()
+        while not good.requests and time.monotonic() - started < 10:
+            time.sleep(0.02)
+        assert len(good.requests) == 1
+        assert time.monotonic() - started < 5
+        notifier.close(timeout=0.25)
+        for lane in notifier._lanes:
+            lane.thread.join(2.0)
+        assert not notifier.alive
+        assert (notifier.delivered, notifier.failed) == (1, 1)
+    finally:
+        silent.close()

@@ -1,12 +1,14 @@
-"""Webhook alerts (httpx) on critical findings and on actions, sent from a worker thread.
+"""Webhook alerts (httpx) on critical findings and on actions, sent from worker threads.
 
-``notify(record)`` only puts the record on a bounded queue (when it is full the record is
-dropped and counted), so the live loop never waits for the network. The worker POSTs to
-every configured webhook whose ``min_level`` the record reaches (actions always), and
-retries connection errors, time-outs, 429 and 5xx with exponential backoff, up to
-``retries`` more times. A redirect is a failure, not followed: an alert goes to the
-configured URL or nowhere. Only the answer's status is read, never its body, and an attempt
-takes ``timeout_seconds`` in all, however slowly the receiver answers.
+``notify(record)`` only puts the record on the bounded queue of every configured webhook
+whose ``min_level`` it reaches (actions always; when a queue is full the record is dropped
+there and counted), so the live loop never waits for the network. Each webhook has its own
+worker, so a receiver that answers slowly or not at all delays only its own alerts. A
+worker POSTs the record to its webhook, and retries connection errors, time-outs, 429 and
+5xx with exponential backoff, up to ``retries`` more times. A redirect is a failure, not
+followed: an alert goes to the configured URL or nowhere. Only the answer's status is read,
+never its body, and an attempt takes ``timeout_seconds`` in all, however slowly the receiver
+answers.
 
 Bodies (``template``):
 
@@ -145,8 +147,23 @@ def _wanted(webhook, record: Record) -> bool:
         LEVEL_RANK.get(record.level, 0) >= LEVEL_RANK.get(webhook.min_level, 2)
 
 
+class _Lane:
+    """One webhook's queue, worker thread and client: a receiver that answers slowly or not
+    at all delays only its own alerts, never another webhook's."""
+
+    def __init__(self, webhook, queue_size: int, transport) -> None:
+        self.webhook = webhook
+        self.queue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.deadline: Deadline | None = None       # the post in flight
+        self.client = httpx.Client(transport=transport, follow_redirects=False,
+                                   limits=httpx.Limits(max_keepalive_connections=0),
+                                   headers={"User-Agent": f"clawwatch/{__version__}"})
+        self.thread: threading.Thread | None = None
+
+
 class WebhookNotifier:
-    """Delivers records to ``webhooks`` (``WebhookConfig`` items) from a daemon thread."""
+    """Delivers records to ``webhooks`` (``WebhookConfig`` items), each from its own daemon
+    thread."""
 
     def __init__(self, webhooks, *, queue_size: int = 200, backoff: float = 0.5,
                  transport: httpx.BaseTransport | None = None,
@@ -161,46 +178,48 @@ class WebhookNotifier:
         self.failed = 0
         self.last_error: str | None = None
         self.errors: deque[str] = deque(maxlen=100)
-        self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self._stop = threading.Event()
         self._sleep = sleep or self._stop.wait
         self._pending = 0
         self._idle = threading.Condition()
-        self._deadline: Deadline | None = None
-        self._client = httpx.Client(transport=transport, follow_redirects=False,
-                                    limits=httpx.Limits(max_keepalive_connections=0),
-                                    headers={"User-Agent": f"clawwatch/{__version__}"})
-        self._thread = threading.Thread(target=self._run, name="clawwatch-webhooks",
-                                        daemon=True)
-        if self.webhooks:
-            self._thread.start()
+        self._lanes = tuple(_Lane(webhook, queue_size, transport) for webhook in self.webhooks)
+        for lane in self._lanes:
+            lane.thread = threading.Thread(target=self._run, args=(lane,),
+                                           name="clawwatch-webhooks", daemon=True)
+            lane.thread.start()
 
     def notify(self, record: Record) -> bool:
-        """Queue ``record`` for every webhook that wants it; False if none or dropped."""
+        """Queue ``record`` for every webhook that wants it; False if none wants it or a
+        full queue dropped it for one."""
         if not self.webhooks or self._stop.is_set():
             return False
-        if not any(_wanted(webhook, record) for webhook in self.webhooks):
+        lanes = [lane for lane in self._lanes if _wanted_safely(lane.webhook, record)]
+        if not lanes:
             return False
-        with self._idle:
-            self._pending += 1
-        try:
-            self._queue.put_nowait(record)
-        except queue.Full:
-            self.dropped += 1
-            self.errors.append("webhook queue full: alert dropped")
-            self._done()
-            return False
-        return True
+        queued = True
+        for lane in lanes:
+            with self._idle:
+                self._pending += 1
+            try:
+                lane.queue.put_nowait(record)
+            except queue.Full:
+                with self._idle:
+                    self.dropped += 1
+                self.errors.append(f"webhook {_safe_url(lane.webhook.url)}: queue full: "
+                                   "alert dropped")
+                self._done()
+                queued = False
+        return queued
 
     def _done(self) -> None:
         with self._idle:
             self._pending -= 1
             self._idle.notify_all()
 
-    def _run(self) -> None:
+    def _run(self, lane: _Lane) -> None:
         while True:
             try:
-                record = self._queue.get(timeout=0.5)
+                record = lane.queue.get(timeout=0.5)
             except queue.Empty:
                 if self._stop.is_set():
                     return
@@ -208,25 +227,21 @@ class WebhookNotifier:
             if record is None:
                 return
             try:
-                for webhook in self.webhooks:
-                    try:
-                        wanted = _wanted(webhook, record)
-                    except Exception:  # a malformed record: no webhook wants it
-                        wanted = False
-                    if wanted and not self._stop.is_set():
-                        self._deliver(webhook, record)
+                if not self._stop.is_set():
+                    self._deliver(lane, record)
             finally:
                 self._done()
 
-    def _deliver(self, webhook, record: FindingRecord | ActionRecord) -> bool:
+    def _deliver(self, lane: _Lane, record: FindingRecord | ActionRecord) -> bool:
         try:
-            return self._attempt(webhook, record)
+            return self._attempt(lane, record)
         except Exception as exc:  # a bad record or template must not end the worker
-            self._failed(webhook, record, f"{type(exc).__name__}: {exc}")
+            self._failed(lane.webhook, record, f"{type(exc).__name__}: {exc}")
             return False
 
     def _failed(self, webhook, record, problem: str) -> None:
-        self.failed += 1
+        with self._idle:
+            self.failed += 1
         problem = redact_text(problem)
         message = f"webhook {_safe_url(webhook.url)}: {problem}"
         self.last_error = message
@@ -238,7 +253,8 @@ class WebhookNotifier:
                                "ok": False, "detail": _safe_url(webhook.url),
                                "error": problem})
 
-    def _attempt(self, webhook, record: FindingRecord | ActionRecord) -> bool:
+    def _attempt(self, lane: _Lane, record: FindingRecord | ActionRecord) -> bool:
+        webhook = lane.webhook
         body, headers = render(webhook.template, record)
         delay = self.backoff
         problem = ""
@@ -248,12 +264,13 @@ class WebhookNotifier:
                     break
                 delay = min(delay * 2, MAX_BACKOFF)
             try:
-                status = self._post(webhook, body, headers)
+                status = self._post(lane, body, headers)
             except httpx.HTTPError as exc:
                 problem = f"{type(exc).__name__}: {exc}"
                 continue
             if status < 300:
-                self.delivered += 1
+                with self._idle:
+                    self.delivered += 1
                 return True
             problem = f"HTTP {status}"
             if 300 <= status < 400:
@@ -263,16 +280,18 @@ class WebhookNotifier:
         self._failed(webhook, record, problem)
         return False
 
-    def _post(self, webhook, body: bytes, headers: dict[str, str]) -> int:
-        """POST ``body`` to ``webhook``: the answer's status. The answer's body is never read
-        (an endless one cannot fill memory) and the exchange takes ``timeout_seconds`` in all,
-        however slowly the receiver answers (``close()`` cuts it short)."""
+    def _post(self, lane: _Lane, body: bytes, headers: dict[str, str]) -> int:
+        """POST ``body`` to the lane's webhook: the answer's status. The answer's body is
+        never read (an endless one cannot fill memory) and the exchange takes
+        ``timeout_seconds`` in all, however slowly the receiver answers (``close()`` cuts it
+        short)."""
+        webhook = lane.webhook
         with Deadline(webhook.timeout_seconds) as deadline:
-            self._deadline = deadline
+            lane.deadline = deadline
             try:
-                with self._client.stream("POST", webhook.url, content=body, headers=headers,
-                                         timeout=webhook.timeout_seconds,
-                                         extensions={"trace": deadline.trace}) as response:
+                with lane.client.stream("POST", webhook.url, content=body, headers=headers,
+                                        timeout=webhook.timeout_seconds,
+                                        extensions={"trace": deadline.trace}) as response:
                     return response.status_code
             except httpx.HTTPError:
                 if deadline.expired:
@@ -280,7 +299,7 @@ class WebhookNotifier:
                         f"no whole answer within {webhook.timeout_seconds:g} s") from None
                 raise
             finally:
-                self._deadline = None
+                lane.deadline = None
 
     def flush(self, timeout: float) -> bool:
         """Wait until everything queued so far was handled; False on time-out."""
@@ -293,24 +312,39 @@ class WebhookNotifier:
             errors.append(self.errors.popleft())
         return errors
 
+    @property
+    def alive(self) -> bool:
+        """Whether a worker is still running."""
+        return any(lane.thread is not None and lane.thread.is_alive() for lane in self._lanes)
+
     def close(self, timeout: float = 1.0) -> None:
         """Deliver what is queued within ``timeout`` seconds in all, then stop: what is not
         delivered by then is given up (a post still waiting on its receiver is cut), so a
         stopping clawwatch ends in time."""
         deadline = time.monotonic() + timeout
-        if self.webhooks and self._thread.is_alive():
+        if self.alive:
             self.flush(timeout)
-            self._stop.set()
-            in_flight = self._deadline
+        self._stop.set()
+        for lane in self._lanes:
+            in_flight = lane.deadline
             if in_flight is not None:
                 in_flight.cut()
             try:
-                self._queue.put_nowait(None)
+                lane.queue.put_nowait(None)
             except queue.Full:
                 pass
-            self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        if not self._thread.is_alive():
-            self._client.close()
+        for lane in self._lanes:
+            lane.thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            if not lane.thread.is_alive():
+                lane.client.close()
+
+
+def _wanted_safely(webhook, record: Record) -> bool:
+    """``_wanted``; False for a malformed record (no webhook wants it)."""
+    try:
+        return _wanted(webhook, record)
+    except Exception:
+        return False
 
 
 def _safe_url(url: str) -> str:
