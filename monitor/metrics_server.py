@@ -1,6 +1,7 @@
 """The ``--metrics HOST:PORT`` endpoint: the listen address, the ``prometheus_client``
 collector that writes a ``MetricsHub``'s snapshot as Prometheus/OpenMetrics series, and the
-HTTP server that serves it at ``/metrics``, one page at a time.
+HTTP server that serves it at ``/metrics``, one page at a time (on loopback, only to a
+request whose ``Host`` names loopback).
 
 ``prometheus_client`` is imported only when an exporter is started, so a monitor without
 ``--metrics`` (and the config loader, which checks ``metrics.listen``) never loads it.
@@ -8,6 +9,7 @@ HTTP server that serves it at ``/metrics``, one page at a time.
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 
 from monitor import __version__
@@ -180,6 +182,50 @@ def one_at_a_time(app):
     return serialized
 
 
+REFUSED_HOST = (b"clawwatch: this endpoint listens on loopback and answers only a request whose "
+                b"Host header is localhost or a loopback address (a web page could otherwise "
+                b"read it by pointing its own name at 127.0.0.1). A reverse proxy must send "
+                b"Host: 127.0.0.1:PORT (nginx does by default; Caddy: header_up Host "
+                b"{upstream_hostport}).\n")
+
+
+def loopback_hosts_only(app):
+    """``app`` refusing (403) a request whose ``Host`` header names anything but a loopback
+    address or ``localhost``. For an endpoint on loopback: a web page the user opens can point
+    its own name at 127.0.0.1 (DNS rebinding) and then read ``/metrics``, session keys and
+    agents, as its own origin; the browser still sends the page's name as ``Host``."""
+
+    def guarded(environ, start_response):
+        if not is_loopback_host(environ.get("HTTP_HOST")):
+            start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8")])
+            return [REFUSED_HOST]
+        return app(environ, start_response)
+    return guarded
+
+
+def is_loopback_host(header: str | None) -> bool:
+    """Whether a ``Host`` header (``NAME[:PORT]``, ``[IPV6]:PORT``) names ``localhost`` or a
+    loopback address; True without one (no browser sends a request without it)."""
+    if header is None:
+        return True
+    text = header.strip()
+    if text.startswith("["):
+        name = text[1:].partition("]")[0]
+    else:
+        name = text.rpartition(":")[0] if text.count(":") == 1 else text
+    name = name.lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def listens_on_loopback(host: str) -> bool:
+    return is_loopback_host(f"[{host}]" if ":" in host else host)
+
+
 class MetricsServer:
     """The HTTP endpoint (``/metrics``) of one hub (``metrics_http``: no client can hold
     it); ``close()`` stops it."""
@@ -198,8 +244,10 @@ class MetricsServer:
         GCCollector(registry=self.registry)
         self.registry.register(ClawwatchCollector(hub))
         try:
-            self.httpd, self.thread = serve(one_at_a_time(make_wsgi_app(self.registry)),
-                                            host, port)
+            app = one_at_a_time(make_wsgi_app(self.registry))
+            if listens_on_loopback(host):
+                app = loopback_hosts_only(app)
+            self.httpd, self.thread = serve(app, host, port)
         except OSError as exc:
             raise MetricsListenError(f"{listen}: cannot listen: {exc.strerror or exc}") \
                 from None

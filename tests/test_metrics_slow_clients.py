@@ -207,3 +207,35 @@ def test_pages_are_written_one_at_a_time_so_scrapers_cannot_starve_the_loop():
         assert rendezvous.met == 0
     finally:
         server.close()
+
+
+def get_with_host(port: int, host: str) -> int:
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        connection.request("GET", "/metrics", headers={"Host": host})
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
+
+
+def test_a_loopback_endpoint_answers_only_to_a_loopback_host_name():
+    """DNS rebinding: a web page at ``rebind.example`` that points its own name at
+    127.0.0.1 can read a loopback endpoint as its own origin, and so read every session key
+    and agent on ``/metrics``; its requests still carry ``Host: rebind.example``."""
+    from monitor.metrics import MetricsHub
+    from monitor.metrics_server import MetricsServer
+
+    server = MetricsServer(MetricsHub(None), "127.0.0.1:0")
+    try:
+        port = server.port
+        assert get_with_host(port, f"rebind.example:{port}") == 403
+        assert get_with_host(port, "127.0.0.1.nip.io") == 403
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", "[::1]:9464"):
+            assert get_with_host(port, host) == 200, host
+        assert scrape(port) == 200
+    finally:
+        server.close()
