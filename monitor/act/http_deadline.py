@@ -13,9 +13,10 @@ from __future__ import annotations
 import socket
 import threading
 
-#: httpcore's trace event once a TCP connection is made ("connection.…", "socks.…" through
-#: a SOCKS proxy).
-_CONNECTED = ".connect_tcp.complete"
+#: httpcore's trace events that return a new stream: a TCP connection made ("connection.…",
+#: "socks.…" through a SOCKS proxy), and TLS started on it. TLS takes the TCP socket over
+#: (its object is detached, no longer shutting anything down), so the TLS socket is kept too.
+_NEW_STREAM = (".connect_tcp.complete", ".start_tls.complete")
 
 
 class Deadline:
@@ -37,9 +38,9 @@ class Deadline:
         self._timer.cancel()
 
     def trace(self, event: str, info: dict) -> None:
-        """httpcore's ``trace`` callback: keeps the socket of each connection opened (shut at
-        once when the time is already up)."""
-        if not event.endswith(_CONNECTED):
+        """httpcore's ``trace`` callback: keeps the socket of each connection opened and of
+        each TLS session started (shut at once when the time is already up)."""
+        if not event.endswith(_NEW_STREAM):
             return
         stream = info.get("return_value")
         sock = stream.get_extra_info("socket") if stream is not None else None
