@@ -269,6 +269,20 @@ def test_text_templates_and_ntfy_show_control_and_bidi_characters_visibly():
     assert not RAW_CONTROL.search(title) and "pwned" in title
 
 
+def test_an_encoded_word_written_in_the_data_is_not_decoded_by_the_receiver():
+    """An ASCII key was sent as it was, so ``=?utf-8?b?4oCuZ25wLmV4ZQ==?=`` in a session key
+    reached ntfy's title as an encoded-word, which it decodes: a right-to-left override
+    (or an escape sequence) the title's ``printable`` never saw."""
+    import base64
+    from email.header import decode_header, make_header
+
+    word = f"=?utf-8?b?{base64.b64encode(chr(0x202E).encode() + b'gnp.exe').decode()}?="
+    _, headers = render("ntfy", replace(CRITICAL, key=f"agent:main:x {word}"))
+    assert headers["Title"].isascii()
+    title = str(make_header(decode_header(headers["Title"])))
+    assert title == f"clawwatch critical: generic_repeat on agent:main:x {word}"
+
+
 def test_any_delivery_failure_is_reported_audited_and_the_worker_carries_on(receiver,
                                                                            tmp_path):
     from monitor.act.audit import AuditLog

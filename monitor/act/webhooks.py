@@ -78,9 +78,11 @@ def header_value(text: str) -> str:
     """``text`` as an HTTP header value: control characters dropped, the other invisible and
     bidi characters shown (``printable``: a notification's title decodes the header), and
     when it is not ASCII, RFC 2047 encoded-words (UTF-8, base64, at most 45 bytes each, so
-    each word stays within the RFC's 75 characters)."""
+    each word stays within the RFC's 75 characters). ASCII holding ``=?`` is encoded too: the
+    receiver would decode an encoded-word written in the data, and show what it hides (a
+    right-to-left override, an escape sequence)."""
     text = printable(_CONTROL.sub(" ", text))
-    if text.isascii():
+    if text.isascii() and "=?" not in text:
         return text
     words, chunk = [], b""
     for char in text:
