@@ -532,3 +532,25 @@ def test_a_receiver_that_never_answers_delays_no_other_webhook(receiver):
         assert (notifier.delivered, notifier.failed) == (1, 1)
     finally:
         silent.close()
+
+
+def test_config_check_does_not_show_a_webhook_password_in_a_key(tmp_path):
+    """A key is data too: a webhook URL mis-indented into a key (``- https://u:p@host/x:``)
+    is an unknown key, and the error named it whole, password and all; so did one at the top
+    level, and an agent id."""
+    import os
+    import subprocess
+    import sys
+
+    url = "https://alerts:Hunter2Hunter2xyz@hooks.example.com/hook"
+    config = tmp_path / "config.yaml"
+    config.write_text(f"alerts:\n  webhooks:\n    - url:\n      {url}: 1\n"
+                      f"'{url}/top':\n  a: 1\n"
+                      f"agents:\n  '{url}/agent': 5\n")
+    result = subprocess.run([sys.executable, "-m", "monitor", "config", "check", str(config)],
+                            capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "CLAWWATCH_LOG_DIRS": "/nonexistent-cw"})
+    shown = result.stderr + result.stdout
+    assert result.returncode == 2
+    assert shown.count("https://alerts:«redacted»@hooks.example.com/hook") == 3, shown
+    assert "Hunter2Hunter2xyz" not in shown

@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import functools
 import math
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -45,6 +46,21 @@ def _cap(text: str) -> str:
     if len(text) <= MAX_ERROR_CHARS:
         return text
     return f"{text[:MAX_ERROR_CHARS]}… ({len(text) - MAX_ERROR_CHARS} more characters)"
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+def _shown_key(key: Any) -> str:
+    """A key from the config as an error shows it: redacted, for a key is data too (a webhook
+    URL with its password, mis-indented into a key). A plain name is shown as it is, without
+    loading redaction."""
+    text = str(key)
+    if _PLAIN_KEY.fullmatch(text):
+        return text
+    from monitor.redaction import redacted_start
+
+    return redacted_start(text, MAX_ERROR_CHARS)
 
 
 def _show(value: Any, limit: int = 80) -> str:
@@ -124,11 +140,12 @@ def _coerce(value: Any, hint: Any, key: str, label: str, errors: list[str],
         result = {}
         for item_key, item in value.items():
             item_key = str(item_key)
+            item_path = f"{key}.{_shown_key(item_key)}"
             problem = meta.get("check_key", lambda _k: None)(item_key)
             if problem:
-                errors.append(f"{label}:{key}.{item_key}: {problem}")
+                errors.append(f"{label}:{item_path}: {problem}")
                 continue
-            result[item_key] = _coerce(item, value_hint, f"{key}.{item_key}", label, errors, {})
+            result[item_key] = _coerce(item, value_hint, item_path, label, errors, {})
         return result
     if hint is bool:
         if not isinstance(value, bool):
@@ -176,7 +193,8 @@ def _build(cls: type, raw: Mapping[str, Any], path: str, label: str, errors: lis
         if key not in known:
             close = difflib.get_close_matches(str(key)[:100], list(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            errors.append(f"{label}:{dotted}: unknown key{hint}")
+            shown = f"{path}.{_shown_key(key)}" if path else _shown_key(key)
+            errors.append(f"{label}:{shown}: unknown key{hint}")
             continue
         meta = known[key].metadata
         limit = meta.get("max_items")
@@ -279,7 +297,7 @@ def validate_layer(raw: Any, label: str, errors: list[str]) -> dict[str, Any]:
         elif key not in SECTIONS:
             close = difflib.get_close_matches(str(key)[:100], [*SECTIONS, "agents"], n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            errors.append(f"{label}:{key}: unknown section{hint}")
+            errors.append(f"{label}:{_shown_key(key)}: unknown section{hint}")
         elif value is not None and not isinstance(value, dict):
             errors.append(f"{label}:{key}: must be a mapping")
         else:
@@ -296,15 +314,15 @@ def _validate_agents(value: Any, label: str, errors: list[str]) -> None:
     for agent_id, override in value.items():
         if override is None:
             continue
+        where = f"agents.{_shown_key(agent_id)}"
         if not isinstance(override, dict):
-            errors.append(f"{label}:agents.{agent_id}: must be a mapping")
+            errors.append(f"{label}:{where}: must be a mapping")
             continue
         for section, body in override.items():
             if section not in AGENT_SECTIONS:
-                errors.append(f"{label}:agents.{agent_id}.{section}: not overridable per agent"
-                              f" (one of: {', '.join(AGENT_SECTIONS)})")
+                errors.append(f"{label}:{where}.{_shown_key(section)}: not overridable per "
+                              f"agent (one of: {', '.join(AGENT_SECTIONS)})")
             elif body is not None and not isinstance(body, dict):
-                errors.append(f"{label}:agents.{agent_id}.{section}: must be a mapping")
+                errors.append(f"{label}:{where}.{section}: must be a mapping")
             else:
-                _build(SECTIONS[section], body or {}, f"agents.{agent_id}.{section}", label,
-                       errors)
+                _build(SECTIONS[section], body or {}, f"{where}.{section}", label, errors)
