@@ -112,6 +112,10 @@ class MetricsHub:
         self._last_poll: float | None = None
         self._polls = 0
         self._current: dict[str, tuple[tuple, list, int]] = {}
+        self._agents = AgentLabels()
+        self._tokens = Tally()
+        self._tool_calls = Tally()
+        self._outside_tally = Tally()
         self._last: MetricsSnapshot | None = None
 
     # ------------------------------------------------------------- the loop's side
@@ -172,15 +176,17 @@ class MetricsHub:
             return MetricsSnapshot(taken_at=now)
         engine = monitor.engine
         states: Counter = Counter(dict.fromkeys(STATES, 0))
-        tokens: Counter = Counter()
-        tool_calls: Counter = Counter()
+        sessions = monitor.sessions
+        agents = self._agents.of(sessions.values(), monitor.finding_counts)
+        tokens, tool_calls = self._tokens.begin(), self._tool_calls.begin()
         candidates = []
         current_of = monitor.key_to_session
-        for state in monitor.sessions.values():
+        for state in sessions.values():
             if not (state.key or state.tool_calls or state.assistant_messages):
                 continue
-            tokens[state.agent_id] += state.tokens_total
-            tool_calls[state.agent_id] += state.tool_calls
+            agent = agents.get(state.agent_id, OTHER)
+            tokens.credit(state.session_id, state.tokens_total, agent)
+            tool_calls.credit(state.session_id, state.tool_calls, agent)
             idle = None if state.last_ts is None else float(int(max(0.0, now - state.last_ts)))
             current, level = self._current_findings(state)
             name = SnapshotBuilder._state_of(state, current, idle)
@@ -191,7 +197,8 @@ class MetricsHub:
                 continue            # an older generation of a key that has moved on
             candidates.append((level, state.last_ts or 0.0, state, idle))
         candidates.sort(key=lambda c: (-c[0], -c[1], c[2].key or c[2].session_id))
-        agents = _agent_labels(tokens)
+        tokens.end()
+        tool_calls.end()
         kept, other, seen = [], None, set()
         for index, (level, _, state, idle) in enumerate(candidates):
             burn = engine.burn(state.session_id) if engine is not None else None
@@ -212,23 +219,26 @@ class MetricsHub:
                                       other.burn_per_minute + rate, None,
                                       other.tool_calls + state.tool_calls)
         findings: Counter = Counter()
-        sessions = monitor.sessions
-        for (session_id, detector, level_name), count in monitor.finding_counts.items():
-            state = sessions.get(session_id)
-            agent = agents.get(state.agent_id if state is not None else "", OTHER)
-            findings[(label(detector), label(level_name), agent)] += count
+        for (agent_id, detector, level_name), count in monitor.finding_counts.items():
+            findings[(label(detector), label(level_name), agents.get(agent_id, OTHER))] += count
         with self._counts_lock:
-            for (session_id, detector, level_name), count in self._outside_findings.items():
-                state = sessions.get(session_id)
-                agent = agents.get(state.agent_id if state is not None else "", OTHER)
-                findings[(detector, label(level_name), agent)] += count
+            outside = list(self._outside_findings.items())
             actions = dict(self._actions)
             dry_run = dict(self._dry_run)
+        outside_tally = self._outside_tally.begin()
+        for (session_id, detector, level_name), count in outside:
+            state = sessions.get(session_id)
+            agent = agents.get(state.agent_id if state is not None else "", OTHER)
+            outside_tally.credit((session_id, detector, level_name), count,
+                                 (detector, label(level_name), agent))
+        outside_tally.end()
+        for key, count in outside_tally.totals.items():
+            findings[key] += count
         return MetricsSnapshot(
             taken_at=now, findings=dict(findings), actions=actions, dry_run_actions=dry_run,
             states=dict(states), sessions=tuple(kept), other=other,
             other_count=max(0, len(candidates) - self.max_sessions), active=len(candidates),
-            tokens=_by_label(tokens, agents), tool_calls=_by_label(tool_calls, agents),
+            tokens=dict(tokens.totals), tool_calls=dict(tool_calls.totals),
             sources=self._sources(), polls=self._polls, last_poll=self._last_poll,
             build_seconds=time.perf_counter() - started)
 
@@ -255,21 +265,61 @@ class MetricsHub:
                      for kind, row in sorted(by_kind.items()))
 
 
-def _agent_labels(tokens: Counter) -> dict[str, str]:
-    """Label value of each agent id: the ``MAX_AGENTS`` heaviest by tokens keep their own."""
-    ranked = sorted(tokens, key=lambda agent: (-tokens[agent], agent))
-    out: dict[str, str] = {}
-    seen: set = set()
-    for agent in ranked[:MAX_AGENTS]:
-        out[agent] = _unique((label(agent),), seen)[0]
-    return out
+class AgentLabels:
+    """The label value of each agent id, fixed once given: agents take their own label in the
+    order they are first seen (the heaviest by tokens first among those seen together) until
+    ``MAX_AGENTS`` have one; every later agent is summed as ``_other``. An agent never moves in
+    or out of ``_other``, so no counter series loses what it counted to another."""
+
+    def __init__(self) -> None:
+        self._of: dict[str, str] = {}
+        self._taken: set[tuple[str, ...]] = set()
+
+    def of(self, sessions: Iterable, finding_counts: Iterable[tuple[str, str, str]]
+           ) -> dict[str, str]:
+        """The labels, after giving one to each agent of ``sessions`` and ``finding_counts``
+        seen for the first time, while some are left."""
+        given = self._of
+        if len(given) >= MAX_AGENTS:
+            return given
+        tokens: Counter = Counter()
+        for state in sessions:
+            if state.agent_id not in given:
+                tokens[state.agent_id] += state.tokens_total
+        for agent_id, _, _ in finding_counts:
+            if agent_id not in given:
+                tokens[agent_id] += 0
+        for agent in sorted(tokens, key=lambda agent: (-tokens[agent], agent)):
+            if len(given) >= MAX_AGENTS:
+                break
+            given[agent] = _unique((label(agent),), self._taken)[0]
+        return given
 
 
-def _by_label(values: Counter, agents: dict[str, str]) -> dict[str, int]:
-    out: Counter = Counter()
-    for agent, value in values.items():
-        out[agents.get(agent, OTHER)] += value
-    return dict(out)
+class Tally:
+    """Counter series that only go up while what they sum moves between them: each source
+    (a session) adds its growth since the previous scrape to the series it belongs to now, so
+    a session changing agent, or dropped, never takes back what was counted. One scrape:
+    ``begin``, ``credit`` each source, ``end`` (sources not credited are forgotten)."""
+
+    def __init__(self) -> None:
+        self.totals: Counter = Counter()
+        self._counted: dict = {}
+        self._next: dict = {}
+
+    def begin(self) -> Tally:
+        self._next = {}
+        return self
+
+    def credit(self, source, value: int, series) -> None:
+        counted = self._counted.get(source, 0)
+        if value > counted:
+            self.totals[series] += value - counted
+            counted = value
+        self._next[source] = counted
+
+    def end(self) -> None:
+        self._counted, self._next = self._next, {}
 
 
 def _unique(labels: tuple[str, ...], seen: set) -> tuple[str, ...]:

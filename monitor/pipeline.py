@@ -98,7 +98,9 @@ class Monitor:
         self.polls = 0
         self.internal_errors = 0        # records skipped because folding one raised
         self.internal_error_samples: list[dict] = []    # ``_first_samples``, for the document
-        #: Every finding ever added, by ``(session_id, detector, level)`` (for ``--metrics``).
+        #: Every finding ever added, by ``(agent_id, detector, level)`` of its session when it
+        #: was added (for ``--metrics``: a count never moves to another agent when its session
+        #: is adopted, changes agent or is dropped).
         self.finding_counts: Counter[tuple[str, str, str]] = Counter()
         #: Sessions known only from the log by their key (``log:<key>``), to be taken over
         #: by the session an index names under that key.
@@ -398,7 +400,7 @@ class Monitor:
     def _add_finding(self, state: SessionState, finding: Finding, records: list[Record]
                      ) -> None:
         state.add_finding(finding)
-        self.finding_counts[(state.session_id, finding.detector, finding.level)] += 1
+        self.finding_counts[(state.agent_id, finding.detector, finding.level)] += 1
         if not self._quiet_event:
             records.append(FindingRecord.of(finding, ts=iso(finding.ts), key=state.key,
                                             session_id=state.session_id))
