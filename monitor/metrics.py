@@ -17,7 +17,8 @@ series labelled ``session_key="_other"``. Label values come from data models wro
 are redacted (a scrape is stored by Prometheus, and the shipped alert rules forward
 ``session_key`` to Alertmanager), go through ``monitor.display.printable`` (no control or
 bidi character survives) and are clipped to ``LABEL_CHARS``; two that redact or clip alike
-get a ``~N`` suffix so no scrape ever holds a duplicate series.
+get a ``~N`` suffix so no scrape ever holds a duplicate series, which each keeps while it has
+its own series (``SessionLabels``).
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ class MetricsHub:
         self._polls = 0
         self._current: dict[str, tuple[tuple, list, int]] = {}
         self._agents = AgentLabels()
+        self._session_labels = SessionLabels()
         self._tokens = Tally()
         self._tool_calls = Tally()
         self._outside_tally = Tally()
@@ -199,15 +201,17 @@ class MetricsHub:
         candidates.sort(key=lambda c: (-c[0], -c[1], c[2].key or c[2].session_id))
         tokens.end()
         tool_calls.end()
-        kept, other, seen = [], None, set()
+        pairs = self._session_labels.of(
+            [(c[2].key or c[2].session_id, agents.get(c[2].agent_id, OTHER))
+             for c in candidates[:self.max_sessions]])
+        kept, other = [], None
         for index, (level, _, state, idle) in enumerate(candidates):
             burn = engine.burn(state.session_id) if engine is not None else None
             rate = burn.tokens_per_minute if burn is not None and idle <= \
                 burn.window_seconds else 0.0
             budget = burn.budget if burn is not None else None
             if index < self.max_sessions:
-                pair = _unique((label(state.key or state.session_id),
-                                agents.get(state.agent_id, OTHER)), seen)
+                pair = pairs[index]
                 kept.append(SessionSample(pair[0], pair[1], level, state.tokens_total, rate,
                                           budget, state.tool_calls))
             elif other is None:
@@ -294,6 +298,32 @@ class AgentLabels:
                 break
             given[agent] = _unique((label(agent),), self._taken)[0]
         return given
+
+
+class SessionLabels:
+    """The ``(session_key, agent)`` label values of each session with its own series, kept
+    while it has one: of two sessions whose keys redact or clip alike, each keeps its ``~N``
+    suffix whichever ranks first, so a series never passes from one to the other between
+    scrapes. Remembers only the sessions of the last scrape (at most ``max_sessions``)."""
+
+    def __init__(self) -> None:
+        self._given: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def of(self, sessions: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The label pair of each ``(session key or id, agent label)``: the one it had at
+        the previous scrape when still free, else a new unique one."""
+        given, kept, seen = self._given, {}, set()
+        pairs: list = [None] * len(sessions)
+        for index, session in enumerate(sessions):
+            pair = given.get(session)
+            if pair is not None and pair not in seen:
+                seen.add(pair)
+                pairs[index] = kept[session] = pair
+        for index, session in enumerate(sessions):
+            if pairs[index] is None:
+                pairs[index] = kept[session] = _unique((label(session[0]), session[1]), seen)
+        self._given = kept
+        return pairs
 
 
 class Tally:

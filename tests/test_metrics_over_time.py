@@ -101,3 +101,21 @@ def test_a_session_moving_to_another_agent_takes_nothing_back(served):
     assert_none_went_down(before, after)
     assert after[("clawwatch_tokens_total", ("agent", "a"))] == 101
     assert after[("clawwatch_tokens_total", ("agent", "b"))] == 5
+
+
+def test_twin_sessions_keep_their_label_suffixes_whichever_ranks_first(served):
+    monitor, _, server, _ = served
+    twins = ["agent:a:" + "T" * 300 + "-one", "agent:a:" + "T" * 300 + "-two"]
+    monitor.fold([SessionInfo(twins[0], "s1", "a"), SessionInfo(twins[1], "s2", "a"),
+                  reply("s1", 10, NOW - 20), reply("s2", 20, NOW - 10)])
+
+    def label_of_each() -> dict[float, str]:
+        """session_key label by tokens (which tell the twins apart)."""
+        rows = samples(scrape(server))["clawwatch_session_tokens"]
+        return {value: labels["session_key"] for labels, value in rows}
+
+    before = label_of_each()
+    assert len(set(before.values())) == 2
+    monitor.fold([reply("s1", 1, NOW)])         # s1 is now the most recent
+    after = label_of_each()
+    assert after == {11: before[10], 20: before[20]}
