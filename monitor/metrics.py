@@ -114,6 +114,7 @@ class MetricsHub:
         self._polls = 0
         self._current: dict[str, tuple[tuple, list, int]] = {}
         self._agents = AgentLabels()
+        self._future = FutureStamps()
         self._session_labels = SessionLabels()
         self._tokens = Tally()
         self._tool_calls = Tally()
@@ -181,6 +182,7 @@ class MetricsHub:
         sessions = monitor.sessions
         agents = self._agents.of(sessions.values(), monitor.finding_counts)
         tokens, tool_calls = self._tokens.begin(), self._tool_calls.begin()
+        self._future.begin()
         candidates = []
         current_of = monitor.key_to_session
         for state in sessions.values():
@@ -189,7 +191,10 @@ class MetricsHub:
             agent = agents.get(state.agent_id, OTHER)
             tokens.credit(state.session_id, state.tokens_total, agent)
             tool_calls.credit(state.session_id, state.tool_calls, agent)
-            idle = None if state.last_ts is None else float(int(max(0.0, now - state.last_ts)))
+            last = state.last_ts
+            if last is not None and last > now:
+                last = self._future.seen_at(state.session_id, last, now)
+            idle = None if last is None else float(int(now - last))
             current, level = self._current_findings(state)
             name = SnapshotBuilder._state_of(state, current, idle)
             states[name] += 1
@@ -197,7 +202,8 @@ class MetricsHub:
                 continue
             if state.key and current_of.get(state.key, state.session_id) != state.session_id:
                 continue            # an older generation of a key that has moved on
-            candidates.append((level, state.last_ts or 0.0, state, idle))
+            candidates.append((level, last, state, idle))
+        self._future.end()
         candidates.sort(key=lambda c: (-c[0], -c[1], c[2].key or c[2].session_id))
         tokens.end()
         tool_calls.end()
@@ -324,6 +330,30 @@ class SessionLabels:
                 pairs[index] = kept[session] = _unique((label(session[0]), session[1]), seen)
         self._given = kept
         return pairs
+
+
+class FutureStamps:
+    """When each session whose last event is stamped ahead of the clock (a host clock set
+    ahead, or data that lies) was last seen to change: its last event is taken to be from
+    then, so it ages out of the per-session series ``lookback_seconds`` after it went quiet
+    instead of never. Remembers only the sessions of the last scrape that were ahead."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[float, float]] = {}
+        self._next: dict[str, tuple[float, float]] = {}
+
+    def begin(self) -> None:
+        self._next = {}
+
+    def seen_at(self, session_id: str, last_ts: float, now: float) -> float:
+        """The time ``session_id``'s future ``last_ts`` stands for: when it was first seen."""
+        seen = self._seen.get(session_id)
+        since = seen[1] if seen is not None and seen[0] == last_ts else now
+        self._next[session_id] = (last_ts, since)
+        return since
+
+    def end(self) -> None:
+        self._seen, self._next = self._next, {}
 
 
 class Tally:

@@ -119,3 +119,21 @@ def test_twin_sessions_keep_their_label_suffixes_whichever_ranks_first(served):
     monitor.fold([reply("s1", 1, NOW)])         # s1 is now the most recent
     after = label_of_each()
     assert after == {11: before[10], 20: before[20]}
+
+
+def test_a_session_stamped_in_the_future_ages_out_past_the_lookback(served):
+    monitor, hub, server, clock = served
+    monitor.fold([SessionInfo("agent:a:skewed", "sf", "a"),
+                  reply("sf", 10, NOW + 10 * 86400)])     # a host clock ten days ahead
+
+    def session_keys() -> list[str]:
+        rows = samples(scrape(server)).get("clawwatch_session_tokens", [])
+        return [labels["session_key"] for labels, _ in rows]
+
+    assert session_keys() == ["agent:a:skewed"]
+    clock[0] = NOW + hub.lookback_seconds - 1
+    assert session_keys() == ["agent:a:skewed"]
+    clock[0] = NOW + hub.lookback_seconds + 1
+    assert session_keys() == []
+    monitor.fold([reply("sf", 1, NOW + 10 * 86400 + 5)])   # it is read again: back
+    assert session_keys() == ["agent:a:skewed"]
