@@ -306,3 +306,71 @@ def test_the_example_slack_receiver_cannot_be_made_to_mention_or_link_by_a_sessi
     finally:
         procs.close()
         slack.close()
+
+
+@pytest.mark.timeout(120)
+def test_real_prometheus_sees_no_counter_reset_when_agents_and_sessions_move(tmp_path,
+                                                                           monkeypatch):
+    """Prometheus scrapes an exporter whose agent ranking changes (one agent label, so the
+    other agent is summed as ``_other``) and whose log-only session is adopted by its
+    transcript: ``resets()`` over every clawwatch counter stays 0."""
+    from monitor import metrics
+    from monitor.metrics_server import MetricsServer
+    from tests.test_metrics_over_time import (
+        LOOP_LINE,
+        NOW,
+        DetectionEngine,
+        GatewayNotice,
+        MetricsHub,
+        Monitor,
+        SessionInfo,
+        SourceSet,
+        call,
+        load_config,
+        reply,
+    )
+
+    monkeypatch.setattr(metrics, "MAX_AGENTS", 1)
+    prometheus_bin = tool("prometheus")
+    prometheus_port = free_port()
+    sources = SourceSet(state_dir=str(tmp_path / "state"), log_path=str(tmp_path / "gw.log"))
+    monitor = Monitor(sources, DetectionEngine(load_config(None, {})))
+    server = MetricsServer(MetricsHub(monitor), "127.0.0.1:0")
+    procs = Processes(tmp_path)
+    try:
+        monitor.fold([SessionInfo("agent:a:1", "sa", "a"), SessionInfo("agent:b:1", "sb", "b"),
+                      reply("sa", 100), call("sa", 1), reply("sb", 50), call("sb", 2),
+                      call("sb", 3), GatewayNotice("WARN", "agents/loop-detection", LOOP_LINE,
+                                                   NOW, session_key="agent:a:x",
+                                                   agent_id="a")])
+        prom_config = tmp_path / "prometheus.yml"
+        prom_config.write_text(yaml.safe_dump({
+            "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
+            "scrape_configs": [{"job_name": "clawwatch", "static_configs": [
+                {"targets": [f"127.0.0.1:{server.port}"]}]}]}))
+        procs.start("prometheus", [
+            prometheus_bin, f"--config.file={prom_config}",
+            f"--storage.tsdb.path={tmp_path / 'prom-data'}",
+            f"--web.listen-address=127.0.0.1:{prometheus_port}", "--log.level=warn"])
+        prometheus = f"http://127.0.0.1:{prometheus_port}"
+        wait_for(lambda: get(f"{prometheus}/-/ready")[0] == 200, 30,
+                 f"Prometheus to start: {procs.log('prometheus')}")
+
+        def scrapes() -> int:
+            result = query(prometheus, 'count_over_time(up{job="clawwatch"}[10m])')
+            return int(result[0]["value"][1]) if result else 0
+
+        wait_for(lambda: scrapes() >= 2, 30, "Prometheus to scrape the exporter")
+        # b outweighs a, and the log-only session's transcript arrives
+        monitor.fold([reply("sb", 500), SessionInfo("agent:a:x", "sx", "a"), reply("sx", 1)])
+        seen = scrapes()
+        wait_for(lambda: scrapes() >= seen + 2, 30, "two more scrapes")
+        for counter in ("clawwatch_tokens_total", "clawwatch_tool_calls_total",
+                        "clawwatch_findings_total"):
+            assert query(prometheus, counter), counter
+            assert query(prometheus, f"resets({counter}[10m]) > 0") == [], counter
+        assert query(prometheus, 'clawwatch_findings_total{agent="a"}')
+    finally:
+        procs.close()
+        server.close()
+        sources.close()
