@@ -19,6 +19,11 @@ are redacted (a scrape is stored by Prometheus, and the shipped alert rules forw
 bidi character survives) and are clipped to ``LABEL_CHARS``; two that redact or clip alike
 get a ``~N`` suffix so no scrape ever holds a duplicate series, which each keeps while it has
 its own series (``SessionLabels``).
+
+Counters only go up while the process runs, as ``increase()`` and ``rate()`` need: an agent
+keeps the ``agent`` label it was first given (``AgentLabels``), what a session counted stays
+with the agent it had then (``Tally``; findings are counted by the monitor under the agent
+of the moment), and a counter series, once exported, is never dropped.
 """
 
 from __future__ import annotations
