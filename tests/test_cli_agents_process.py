@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,7 +28,13 @@ import psutil
 import pytest
 
 from monitor.act import cli_agent_signals as sig
-from monitor.act.cli_agents import CLOCK_SLACK, CliSession, find_cli, session_cwd
+from monitor.act.cli_agents import (
+    CLOCK_SLACK,
+    CliSession,
+    claude_project_folder,
+    find_cli,
+    session_cwd,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -149,7 +156,7 @@ class FakeClis:
 
     def transcript(self, source: str, cwd: Path, session_id: str, home: Path) -> Path:
         if source == "claude-code":
-            encoded = str(cwd).replace("/", "-")
+            encoded = re.sub("[^a-zA-Z0-9]", "-", str(cwd))   # as Claude Code names it
             return home / "projects" / encoded / f"{session_id}.jsonl"
         return home / "sessions/2026/12/01" / f"rollout-2026-12-01T03-47-42-{session_id}.jsonl"
 
@@ -299,6 +306,32 @@ def test_the_only_process_counts_when_it_started_before_the_first_entry(clis):
     found = find_cli(fake.session)
     assert found.target == fake.target, found.reason
     assert "started before the transcript's first entry" in found.reason
+
+
+def test_a_transcript_outside_its_cwds_folder_does_not_claim_the_cli_running_there(clis):
+    """A Claude Code transcript names its cwd in its own entries: one crafted in another
+    project's folder, claiming a cwd where a CLI runs, is not that CLI's, however its
+    timestamps look (that CLI writes its own sessions in its cwd's folder)."""
+    victim = clis.start("claude-code", mark=False)
+    crafted = str(uuid.uuid4())
+    projects = Path(victim.session.transcript).parent.parent
+    path = projects / "-elsewhere" / f"{crafted}.jsonl"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"type": "user", "sessionId": crafted, "cwd": victim.session.cwd,
+                                "timestamp": datetime.now(UTC).isoformat()}) + "\n")
+    found = find_cli(CliSession("claude-code", crafted, str(path)))
+    assert found.process is None
+    assert "not in the folder Claude Code keeps that cwd's sessions in" in found.reason
+    assert untouched(victim)
+
+
+def test_claude_project_folders_are_named_as_claude_code_names_them():
+    """Verified with Claude Code 2.1.332: every UTF-16 code unit but an ASCII letter or
+    digit is a ``-``; a name past 200 characters is cut (and given a hash)."""
+    assert claude_project_folder("/tmp/cliagents-scratch/lab1/project") == \
+        "-tmp-cliagents-scratch-lab1-project"
+    assert claude_project_folder("/home/u/my_proj.v2/é🙂") == "-home-u-my-proj-v2----"
+    assert claude_project_folder("/" + "a" * 300) == "-" + "a" * 199
 
 
 def test_the_only_process_does_not_count_when_the_session_is_older(clis, tmp_path):

@@ -14,8 +14,10 @@ session's transcript open or a tool of it names another session). A launcher who
 child candidate has its arguments is left out. A candidate ties itself to the session by at
 least one fact: argv names the session id; an open file is the transcript or names the
 session id; a tool child's environment names the session id; or, as the weakest tie, it
-started before the transcript's first entry, is the only candidate in that cwd, and no other
-transcript beside this one was written since it started (it could be writing that one). One
+started before the transcript's first entry, is the only candidate in that cwd, a Claude Code
+transcript sits in the folder Claude Code keeps that cwd's sessions in (the cwd is the
+transcript's own claim), and no other transcript beside this one was written since it started
+(it could be writing that one). One
 tied candidate is the writer; two tied, or several untied, is ambiguous: nothing is acted on
 and ``Lookup.reason`` says why.
 
@@ -51,6 +53,7 @@ SESSION_FLAGS = ("--resume", "-r", "--session-id", "resume", "fork")
 HEAD_BYTES = 1 << 20     # how much of a transcript's start is read for its first entry
 RIVALS_LOOKED_AT = 10_000  # transcripts beside the session's looked at for a rival writer
 CLOCK_SLACK = 2.0        # a create time is boot time + ticks; entries are written after start
+CLAUDE_FOLDER_CHARS = 200  # Claude Code cuts a longer project folder name and adds a hash
 _SESSION_ID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _SESSION_ID_RE = re.compile(f"^{_SESSION_ID}$")
 _SESSION_ID_IN = re.compile(_SESSION_ID)
@@ -125,17 +128,51 @@ def first_entry_time(path: str) -> float | None:
     return None
 
 
-def session_cwd(session: CliSession) -> str | None:
-    """The session's cwd: as given, else from the transcript (Codex ``session_meta.payload.
-    cwd``; Claude Code, the first entry's ``cwd``)."""
+def recorded_cwd(session: CliSession) -> str | None:
+    """The session's cwd as given, else as the transcript records it (Codex
+    ``session_meta.payload.cwd``; Claude Code, the first entry's ``cwd``), unresolved."""
     if session.cwd:
-        return os.path.realpath(session.cwd)
+        return session.cwd
     for entry in _head_entries(session.transcript):
         payload = entry.get("payload") if entry.get("type") == "session_meta" else entry
         cwd = payload.get("cwd") if isinstance(payload, dict) else None
         if isinstance(cwd, str) and cwd.startswith("/"):
-            return os.path.realpath(cwd)
+            return cwd
     return None
+
+
+def session_cwd(session: CliSession) -> str | None:
+    """The session's cwd (``recorded_cwd``), symlinks resolved."""
+    cwd = recorded_cwd(session)
+    return os.path.realpath(cwd) if cwd else None
+
+
+def claude_project_folder(cwd: str) -> str:
+    """The name of the folder under ``projects/`` where Claude Code keeps the transcripts of
+    sessions run in ``cwd`` (as Claude Code 2.1.332 names it: every UTF-16 code unit that is
+    not an ASCII letter or digit becomes ``-``; a name past ``CLAUDE_FOLDER_CHARS`` is cut
+    there and given ``-<hash>``, so only that start is returned)."""
+    name = "".join(char if char.isascii() and char.isalnum()
+                   else "--" if ord(char) > 0xFFFF else "-" for char in cwd)
+    return name[:CLAUDE_FOLDER_CHARS]
+
+
+def in_cwd_folder(session: CliSession, transcript: str) -> bool:
+    """Whether a Claude Code transcript sits in the ``projects/`` folder of the cwd its
+    session claims (a Codex one always does: its folders are dates). A transcript anywhere
+    else cannot be from a process run in that cwd: its claim is all that ties the two."""
+    if session.source != "claude-code":
+        return True
+    cwd = recorded_cwd(session)
+    if not cwd:
+        return False
+    folder = os.path.basename(os.path.dirname(transcript))
+    for path in dict.fromkeys((cwd, os.path.realpath(cwd))):
+        name = claude_project_folder(path)
+        if folder == name or (len(name) == CLAUDE_FOLDER_CHARS
+                              and folder.startswith(name + "-")):
+            return True
+    return False
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -328,6 +365,11 @@ def find_cli(session: CliSession) -> Lookup:
                             f"but it started {proc.create_time - first:.1f} s after the "
                             "transcript's first entry and nothing else ties it to the session",
                       tuple(found))
+    if not in_cwd_folder(session, transcript):
+        return Lookup(None, f"pid {proc.pid} is the only {session.source} process in {cwd}, "
+                            "but the transcript is not in the folder Claude Code keeps that "
+                            f"cwd's sessions in ({claude_project_folder(cwd)}): nothing but "
+                            "the cwd it claims ties the two", tuple(found))
     rival = rival_transcript(session.transcript, proc.create_time)
     if rival is not None:
         return Lookup(None, f"pid {proc.pid} is the only {session.source} process in {cwd}, "
