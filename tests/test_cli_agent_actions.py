@@ -310,3 +310,17 @@ def test_clawwatch_stop_refuses_ambiguous_evidence_with_exit_1(clis: FakeClis, t
     assert done.returncode == 1
     assert "FAILED: refused: ambiguous" in done.stderr
     assert untouched(first) and untouched(second)
+
+
+def test_clawwatch_stop_on_a_transcript_whose_cwd_holds_a_nul_says_so(tmp_path):
+    """A cwd recorded with a NUL (``\\u0000`` in the JSON) is no path: the stop is refused
+    with a clear reason, never a traceback."""
+    sid = str(uuid.uuid4())
+    path = tmp_path / "home/claude-code/projects/-x" / f"{sid}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"type": "user", "sessionId": sid, "cwd": "/tmp/a\0b",
+                                "timestamp": "2026-12-07T08:00:00Z"}) + "\n")
+    done = _clawwatch_stop(tmp_path, tmp_path / "home", f"claude-code:{sid}")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert "FAILED: refused: the session's cwd is unknown" in done.stderr

@@ -130,13 +130,14 @@ def first_entry_time(path: str) -> float | None:
 
 def recorded_cwd(session: CliSession) -> str | None:
     """The session's cwd as given, else as the transcript records it (Codex
-    ``session_meta.payload.cwd``; Claude Code, the first entry's ``cwd``), unresolved."""
+    ``session_meta.payload.cwd``; Claude Code, the first entry's ``cwd``), unresolved. A
+    recorded cwd that no path can be (one with a NUL) is no cwd."""
     if session.cwd:
         return session.cwd
     for entry in _head_entries(session.transcript):
         payload = entry.get("payload") if entry.get("type") == "session_meta" else entry
         cwd = payload.get("cwd") if isinstance(payload, dict) else None
-        if isinstance(cwd, str) and cwd.startswith("/"):
+        if isinstance(cwd, str) and cwd.startswith("/") and "\0" not in cwd:
             return cwd
     return None
 
