@@ -163,6 +163,34 @@ def test_the_transcript_is_located_once_or_refused(tmp_path):
                                                 [str(tmp_path / "sessions")])[1]
 
 
+@pytest.mark.timeout(20)
+def test_a_codex_dir_with_symlink_loops_or_a_deep_tree_is_searched_in_bounds(tmp_path):
+    """Two symlinks to ``.`` made the search for a rollout list 2**40 paths (``clawwatch stop
+    codex:…`` never ended); symlinked dirs are not entered, as the sources do not, and a
+    tree deeper than ``<home>/sessions/YYYY/MM/DD`` is not searched to its bottom."""
+    sid = str(uuid.uuid4())
+    home = tmp_path / "codex-home"
+    rollout = home / "sessions/2026/12/01" / f"rollout-2026-12-01T00-00-00-{sid}.jsonl"
+    rollout.parent.mkdir(parents=True)
+    rollout.write_text("{}\n")
+    for name in ("a", "b"):
+        (home / "sessions" / name).symlink_to(".")
+        (rollout.parent / name).symlink_to("..")
+    deep = [str(home / "sessions/2026")]
+    for _ in range(1200):
+        deep.append(os.path.join(deep[-1], "d"))
+        os.mkdir(deep[-1])
+    try:
+        assert locate_transcript("codex", sid, [str(home / "sessions")]) == (str(rollout),
+                                                                             str(rollout))
+        assert locate_transcript("codex", sid, [str(home)])[0] == str(rollout), "a Codex home"
+        path, why = locate_transcript("codex", str(uuid.uuid4()), [str(home)])
+        assert path is None and why.startswith("no transcript")
+    finally:
+        for folder in reversed(deep[1:]):   # too deep for a recursive clean-up
+            os.rmdir(folder)
+
+
 # ----------------------------------------------------------------------- stop and kill
 
 def test_stop_sends_sigint_to_the_right_cli_and_is_audited(clis, tmp_path):

@@ -29,6 +29,7 @@ gateway controller's.
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
 import re
@@ -47,6 +48,8 @@ from monitor.redaction import clip_redacted, redact_text
 
 CONFIRM_SECONDS = 2.0
 MAX_MATCHES = 8
+#: Directories below a Codex dir looked in: ``<home>/sessions/YYYY/MM/DD``.
+CODEX_DEPTH = 4
 _SAFE_SESSION_ID = re.compile(r"[A-Za-z0-9._-]{1,128}\Z", re.ASCII)
 
 
@@ -97,9 +100,29 @@ def _matches(source: str, session_id: str, folder: str) -> list[str]:
                     os.path.join(glob.escape(folder), "projects", "*", f"{sid}.jsonl")]
         found = [path for pattern in patterns for path in glob.glob(pattern)]
     else:                           # <sessions>/YYYY/MM/DD/rollout-*-<id>.jsonl
-        found = glob.glob(os.path.join(glob.escape(folder), "**", f"rollout-*-{sid}.jsonl"),
-                          recursive=True)
+        found = _files_below(folder, f"rollout-*-{sid}.jsonl", CODEX_DEPTH)
     return [path for path in found if os.path.isfile(path)]
+
+
+def _files_below(folder: str, pattern: str, depth: int) -> list[str]:
+    """The entries named like ``pattern`` in ``folder`` and the directories at most
+    ``depth`` levels below it, symlinked directories not entered (as the sources walk):
+    two symlinks to ``.`` made a recursive glob list 2**40 paths, and a deep tree exhausted
+    its recursion."""
+    found = []
+    pending = [(folder, 0)]
+    while pending:
+        directory, level = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    if fnmatch.fnmatchcase(entry.name, pattern):
+                        found.append(entry.path)
+                    elif level < depth and entry.is_dir(follow_symlinks=False):
+                        pending.append((entry.path, level + 1))
+        except OSError:
+            continue
+    return sorted(found)
 
 
 def locate_transcript(source: str, session_id: str, dirs: Iterable[str]
