@@ -49,7 +49,8 @@ log = open(cfg["signals"], "a")
 def record(signum, frame):
     log.write(signal.Signals(signum).name + "\n")
     log.flush()
-    if signum == signal.SIGTERM or cfg.get("exit_on_sigint"):
+    if (signum == signal.SIGTERM and not cfg.get("ignore_sigterm")) \
+            or cfg.get("exit_on_sigint"):
         os._exit(128 + signum)
 
 
@@ -81,6 +82,12 @@ while True:            # reap children (a killed tool must not linger as a zombi
         os.waitpid(-1, 0)
     except ChildProcessError:
         signal.pause()
+        continue
+    if cfg.get("respawn"):   # a loop: the next call as soon as the last one ended
+        respawned = subprocess.Popen(["/bin/sh", "-c", cfg["tool"]], start_new_session=True,
+                                     env=dict(env, **cfg.get("tool_env", {})))
+        with open(cfg["ready"] + "-respawned", "a") as out:
+            out.write(f"{respawned.pid}\n")
 """
 
 SESSION_VARS = {"claude-code": "CLAUDE_CODE_SESSION_ID", "codex": "CODEX_SESSION_ID"}
@@ -164,7 +171,8 @@ class FakeClis:
               session_id: str | None = None, args: tuple[str, ...] = ("-p", "loop"),
               hold: bool = False, mark: bool = True, entry: bool = True,
               home: str = "home", tool: str = LOOP_TOOL, launcher: bool = False,
-              transcript: Path | None = None, exit_on_sigint: bool = False) -> Fake:
+              transcript: Path | None = None, exit_on_sigint: bool = False,
+              ignore_sigterm: bool = False, respawn: bool = False) -> Fake:
         session_id = session_id or str(uuid.uuid4())
         work = self.root / cwd
         work.mkdir(exist_ok=True)
@@ -175,7 +183,8 @@ class FakeClis:
                "ready": str(self.root / f"ready-{tag}"), "transcript": str(path),
                "session": session_id, "hold": hold, "entry": entry, "tool": tool,
                "tool_env": {SESSION_VARS[source]: session_id} if mark else {},
-               "exit_on_sigint": exit_on_sigint}
+               "exit_on_sigint": exit_on_sigint, "ignore_sigterm": ignore_sigterm,
+               "respawn": respawn}
         argv = self._entry(source, style, f"pkg-{tag}") + list(args)
         if launcher:   # node codex.js → the native binary, as Codex runs under node < 23
             native = self._entry(source, "native", f"pkg-{tag}-native")
@@ -462,6 +471,24 @@ def test_kill_escalates_to_sigkill_when_the_tool_ignores_sigterm(clis):
     assert 0.5 <= time.monotonic() - started < 5
     assert not any(alive(pid) for pid in fake.tool_members)
     assert alive(fake.pid)
+
+
+def test_a_cli_that_ignores_sigterm_and_starts_tools_leaves_none_when_killed(clis):
+    """The CLI is resumed for its SIGTERM; one that ignores it and goes on calling tools
+    until its SIGKILL must not leave the tools it started meanwhile running (orphaned by its
+    end, and out of every group that was listed)."""
+    fake = clis.start("claude-code", ignore_sigterm=True, respawn=True)
+    found = find_cli(fake.session)
+    outcomes = sig.kill_tools(fake.session, found.target, grace=1.0, include_cli=True)
+    assert all(outcome.ok for outcome in outcomes), outcomes
+    assert "SIGTERM" in fake.received()
+    assert not alive(fake.pid)
+    started = [int(pid) for path in clis.root.glob("ready-*-respawned")
+               for pid in path.read_text().split()]
+    assert started, "the CLI started another tool while it ignored SIGTERM"
+    fake.started += [psutil.Process(pid) for pid in started if alive(pid)]
+    survivors = [pid for leader in started for pid in group_pids(leader)]
+    assert survivors == [], f"tools outlived the kill: {survivors}"
 
 
 def test_a_tool_marked_for_another_session_is_not_killed(clis):

@@ -53,6 +53,7 @@ from monitor.act.processes import (
     same_start,
     still_running,
     terminate_group,
+    wait_gone,
 )
 from monitor.redaction import bounded
 
@@ -265,7 +266,8 @@ def kill_tools(session: CliSession, target: tuple[int, float], *, grace: float =
 def terminate_cli(session: CliSession, target: tuple[int, float], *,
                   grace: float = 3.0, stopping: threading.Event | None = None) -> KillOutcome:
     """SIGTERM the CLI process (after ``verify_cli``; SIGCONT too, so a stopped one can act
-    on it), SIGKILL it after ``grace`` (at once when ``stopping`` is set)."""
+    on it), SIGKILL it after ``grace`` (at once when ``stopping`` is set). Run inside
+    ``kill_tools``' freeze (its guard resumes the CLI should this process die)."""
     pid = target[0]
     try:
         proc = verify_cli(session, target)
@@ -278,8 +280,29 @@ def terminate_cli(session: CliSession, target: tuple[int, float], *,
         proc.send_signal(signal.SIGCONT)
     except psutil.Error:
         pass
-    alive = finish_off([proc], grace=grace, stopping=stopping)
-    if alive:
-        return KillOutcome(pid, False, f"the CLI (pid {pid}) is still alive after SIGKILL",
-                           [pid])
-    return KillOutcome(pid, True, f"ended the {session.source} CLI (pid {pid})", [pid])
+    late: list[KillOutcome] = []
+    if wait_gone([proc], grace, stopping):
+        late = _end_tools_started_since(proc, session, target, grace, stopping)
+    alive = finish_off([proc], grace=0, stopping=stopping)
+    failed = [outcome.detail for outcome in late if not outcome.ok]
+    signalled = sorted({pid, *(member for outcome in late for member in outcome.signalled)})
+    if alive or failed:
+        left = [f"the CLI (pid {pid}) is still alive after SIGKILL"] if alive else []
+        return KillOutcome(pid, False, "; ".join(left + failed), signalled)
+    started = f", and {len(late)} tool group(s) it started after SIGTERM" if late else ""
+    return KillOutcome(pid, True, f"ended the {session.source} CLI (pid {pid}){started}",
+                       signalled)
+
+
+def _end_tools_started_since(proc: psutil.Process, session: CliSession,
+                             target: tuple[int, float], grace: float,
+                             stopping: threading.Event | None) -> list[KillOutcome]:
+    """The CLI outlived its SIGTERM, running: stop it again and end the tool groups it has
+    now, before its SIGKILL orphans them (they would be nobody's child, in no group listed).
+    """
+    try:
+        proc.send_signal(signal.SIGSTOP)
+    except psutil.Error:
+        return []
+    return [kill_group(proc, group, session, grace=min(grace, 1.0), stopping=stopping)
+            for group in tool_groups(session, target)]
