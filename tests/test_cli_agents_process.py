@@ -334,6 +334,21 @@ def test_a_transcript_outside_its_cwds_folder_does_not_claim_the_cli_running_the
     assert untouched(victim)
 
 
+def test_the_only_cli_may_name_its_project_folder_in_its_environment(clis):
+    """``CLAUDE_CODE_PROJECT_DIR_NAME`` (with ``CLAUDE_CONFIG_DIR``) makes Claude Code keep
+    a cwd's sessions in the folder it names."""
+    sid = str(uuid.uuid4())
+    path = clis.root / "home/claude-code/projects/my_folder" / f"{sid}.jsonl"
+    os.environ["CLAUDE_CODE_PROJECT_DIR_NAME"] = "my_folder"
+    try:
+        fake = clis.start("claude-code", mark=False, session_id=sid, transcript=path)
+    finally:
+        del os.environ["CLAUDE_CODE_PROJECT_DIR_NAME"]
+    found = find_cli(fake.session)
+    assert found.target == fake.target, found.reason
+    assert "started before the transcript's first entry" in found.reason
+
+
 def test_claude_project_folders_are_named_as_claude_code_names_them():
     """Verified with Claude Code 2.1.332: every UTF-16 code unit but an ASCII letter or
     digit is a ``-``; a name past 200 characters is cut (and given a hash)."""

@@ -57,6 +57,7 @@ CLAUDE_FOLDER_CHARS = 200  # Claude Code cuts a longer project folder name and a
 _SESSION_ID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _SESSION_ID_RE = re.compile(f"^{_SESSION_ID}$")
 _SESSION_ID_IN = re.compile(_SESSION_ID)
+_PROJECT_DIR_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")  # as Claude Code takes it
 
 
 @dataclass(frozen=True)
@@ -158,16 +159,21 @@ def claude_project_folder(cwd: str) -> str:
     return name[:CLAUDE_FOLDER_CHARS]
 
 
-def in_cwd_folder(session: CliSession, transcript: str) -> bool:
+def in_cwd_folder(session: CliSession, transcript: str, env: dict[str, str]) -> bool:
     """Whether a Claude Code transcript sits in the ``projects/`` folder of the cwd its
-    session claims (a Codex one always does: its folders are dates). A transcript anywhere
-    else cannot be from a process run in that cwd: its claim is all that ties the two."""
+    session claims, or the folder that a process with environment ``env`` names instead
+    (``CLAUDE_CODE_PROJECT_DIR_NAME``); a Codex one always does (its folders are dates). A
+    transcript anywhere else cannot be from a process run in that cwd: its claim is all that
+    ties the two."""
     if session.source != "claude-code":
+        return True
+    folder = os.path.basename(os.path.dirname(transcript))
+    named = env.get("CLAUDE_CODE_PROJECT_DIR_NAME", "")
+    if _PROJECT_DIR_NAME_RE.match(named) and folder == named:
         return True
     cwd = recorded_cwd(session)
     if not cwd:
         return False
-    folder = os.path.basename(os.path.dirname(transcript))
     for path in dict.fromkeys((cwd, os.path.realpath(cwd))):
         name = claude_project_folder(path)
         if folder == name or (len(name) == CLAUDE_FOLDER_CHARS
@@ -306,6 +312,13 @@ def rival_transcript(transcript: str, started: float) -> str | None:
     return None
 
 
+def _environ_of_pid(pid: int) -> dict[str, str]:
+    try:
+        return environ_of(psutil.Process(pid))
+    except psutil.Error:
+        return {}
+
+
 def _drop_launchers(found: list[CliProcess]) -> list[CliProcess]:
     """Leave out a launcher (``node codex.js …``, ``node cli-wrapper.cjs …``) whose child
     candidate runs the same arguments: the child is the CLI, the launcher forwards signals."""
@@ -366,7 +379,7 @@ def find_cli(session: CliSession) -> Lookup:
                             f"but it started {proc.create_time - first:.1f} s after the "
                             "transcript's first entry and nothing else ties it to the session",
                       tuple(found))
-    if not in_cwd_folder(session, transcript):
+    if not in_cwd_folder(session, transcript, _environ_of_pid(proc.pid)):
         return Lookup(None, f"pid {proc.pid} is the only {session.source} process in {cwd}, "
                             "but the transcript is not in the folder Claude Code keeps that "
                             f"cwd's sessions in ({claude_project_folder(cwd)}): nothing but "
