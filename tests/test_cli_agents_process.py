@@ -310,6 +310,27 @@ def test_argv_naming_the_session_settles_it_and_another_session_is_left_out(clis
     assert other_id not in " ".join(" ".join(proc.argv) for proc in found.candidates)
 
 
+@pytest.mark.parametrize(("source", "fork"), [
+    ("claude-code", ("-p", "--resume", "{parent}", "--fork-session", "loop")),
+    ("codex", ("exec", "fork", "{parent}", "loop")),
+])
+def test_a_fork_writes_its_own_session_not_the_one_its_argv_names(clis, source, fork):
+    """``claude --resume A --fork-session`` and ``codex exec fork A`` write a new session:
+    they are its writer (its tool and rollout say so), not session A's."""
+    parent = clis.start(source, hold=True, cwd="projP")
+    parent_session = parent.session
+    args = tuple(arg.format(parent=parent_session.session_id) for arg in fork)
+    clis.close()
+    forked = clis.start(source, hold=True, cwd="projP", args=args)
+    found = find_cli(forked.session)
+    assert found.target == forked.target, found.reason
+    assert "argv names" not in found.reason
+    found = find_cli(parent_session)
+    assert found.process is None
+    assert f"forks session {parent_session.session_id} into a new one" in found.reason
+    assert untouched(forked)
+
+
 def test_the_only_process_counts_when_it_started_before_the_first_entry(clis):
     fake = clis.start("claude-code", mark=False)
     found = find_cli(fake.session)

@@ -8,18 +8,18 @@ the process table, as verified with the real clients: ``monitor.act.cli_processe
 A process is a candidate when it looks like that CLI (process name or ``argv[0]``, or a
 script of its npm package), belongs to this user, runs in the session's cwd (its own cwd, or
 for Codex the ``-C``/``--cd`` dir, which it records without changing its cwd), and nothing
-contradicts it (its argv resumes another session id; its ``CLAUDE_CONFIG_DIR``/``CODEX_HOME``
-does not hold the transcript; with nothing tying it to this session, it holds another
-session's transcript open or a tool of it names another session). A launcher whose only
-child candidate has its arguments is left out. A candidate ties itself to the session by at
-least one fact: argv names the session id; an open file is the transcript or names the
-session id; a tool child's environment names the session id; or, as the weakest tie, it
-started before the transcript's first entry, is the only candidate in that cwd, a Claude Code
-transcript sits in the folder Claude Code keeps that cwd's sessions in (the cwd is the
-transcript's own claim), and no other transcript beside this one was written since it started
-(it could be writing that one). One
-tied candidate is the writer; two tied, or several untied, is ambiguous: nothing is acted on
-and ``Lookup.reason`` says why.
+contradicts it (its argv resumes another session id, or forks this one into a new session;
+its ``CLAUDE_CONFIG_DIR``/``CODEX_HOME`` does not hold the transcript; with nothing tying it
+to this session, it holds another session's transcript open or a tool of it names another
+session). A launcher whose only child candidate has its arguments is left out. A candidate
+ties itself to the session by at least one fact: argv resumes or names the session id; an
+open file is the transcript or names the session id; a tool child's environment names the
+session id; or, as the weakest tie, it started before the transcript's first entry, is the
+only candidate in that cwd, a Claude Code transcript sits in the folder Claude Code keeps
+that cwd's sessions in (the cwd is the transcript's own claim), and no other transcript
+beside this one was written since it started (it could be writing that one). One tied
+candidate is the writer; two tied, or several untied, is ambiguous: nothing is acted on and
+``Lookup.reason`` says why.
 
 Results carry ``(pid, create_time)``; ``monitor.act.cli_agent_signals`` re-checks that pair
 before any signal, so a reused PID is never hit.
@@ -49,7 +49,10 @@ from monitor.sources.regular import open_regular_file
 from monitor.sources.transcript import parse_timestamp
 
 SOURCES = ("claude-code", "codex")
-SESSION_FLAGS = ("--resume", "-r", "--session-id", "resume", "fork")
+RESUME_FLAGS = ("--resume", "-r", "resume")
+SESSION_FLAGS = (*RESUME_FLAGS, "--session-id")   # the next argument: the session written
+FORK_FLAGS = ("fork",)                # codex [exec] fork ID: a new session from ID
+FORK_SWITCH = "--fork-session"        # Claude Code: --resume ID starts a new session from ID
 HEAD_BYTES = 1 << 20     # how much of a transcript's start is read for its first entry
 RIVALS_LOOKED_AT = 10_000  # transcripts beside the session's looked at for a rival writer
 CLOCK_SLACK = 2.0        # a create time is boot time + ticks; entries are written after start
@@ -209,17 +212,33 @@ def writes_elsewhere(env: dict[str, str], source: str, transcript: str) -> str |
     return f"its {label} keeps sessions in {roots[0]}, not where the transcript is"
 
 
-def resumed_session(argv: list[str]) -> str | None:
-    """The session id that argv resumes or names (``--resume ID``, ``--session-id=ID``,
-    ``codex exec resume ID``), if it is one."""
+def _named_sessions(argv: list[str]) -> list[tuple[str, str]]:
+    """Each ``(flag, session id)`` that argv gives (``--resume ID``, ``--session-id=ID``,
+    ``codex exec resume ID``, ``codex fork ID``)."""
+    named = []
     for index, arg in enumerate(argv[1:], start=1):
         flag, eq, value = arg.partition("=")
-        if eq and flag in SESSION_FLAGS and _SESSION_ID_RE.match(value):
-            return value
-        if arg in SESSION_FLAGS and index + 1 < len(argv) \
+        if eq and flag in SESSION_FLAGS + FORK_FLAGS and _SESSION_ID_RE.match(value):
+            named.append((flag, value))
+        elif arg in SESSION_FLAGS + FORK_FLAGS and index + 1 < len(argv) \
                 and _SESSION_ID_RE.match(argv[index + 1]):
-            return argv[index + 1]
-    return None
+            named.append((arg, argv[index + 1]))
+    return named
+
+
+def argv_sessions(argv: list[str]) -> tuple[str | None, str | None]:
+    """``(written, forked)``: the session id that argv says the CLI writes (it resumes or
+    names it), and the one it forks a new session from (``codex fork ID``, Claude Code's
+    ``--resume ID --fork-session``: verified with both, the new session gets an id of its
+    own, which argv does not name unless ``--session-id`` gives it)."""
+    forking = FORK_SWITCH in argv[1:]
+    written = forked = None
+    for flag, value in _named_sessions(argv):
+        if flag in FORK_FLAGS or (forking and flag in RESUME_FLAGS):
+            forked = forked or value
+        else:
+            written = written or value
+    return written, forked
 
 
 # ---------------------------------------------------------------------- the evidence
@@ -231,7 +250,7 @@ def evidence_of(proc: psutil.Process, argv: list[str], session: CliSession
     names another session), if any."""
     sid = session.session_id
     ties = []
-    if any(arg == sid or arg.endswith("=" + sid) for arg in argv[1:]):
+    if argv_sessions(argv)[0] == sid:
         ties.append(f"argv names session {sid}")
     transcript = os.path.realpath(session.transcript)
     paths = open_paths(proc)
@@ -276,9 +295,11 @@ def _candidate(proc: psutil.Process, session: CliSession, cwd: str,
         started = proc.create_time()
     except psutil.Error:
         return None, None
-    other = resumed_session(argv)
-    if other and other != session.session_id:
-        return None, f"pid {proc.pid} resumes another session ({other})"
+    written, forked = argv_sessions(argv)
+    if written and written != session.session_id:
+        return None, f"pid {proc.pid} resumes another session ({written})"
+    if forked == session.session_id and written is None:
+        return None, f"pid {proc.pid} forks session {forked} into a new one"
     elsewhere = writes_elsewhere(environ_of(proc), session.source, transcript)
     if elsewhere:
         return None, f"pid {proc.pid}: {elsewhere}"
