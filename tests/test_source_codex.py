@@ -369,3 +369,30 @@ def test_a_rollout_repeating_more_calls_than_are_kept_calls_only_its_new_one(tmp
     _, events = read_all(tmp_path / "sessions")
     assert len(of(events, ToolCall, first)) == 40
     assert ids(of(events, ToolCall, second)) == ["call_000040"]
+
+
+def test_a_rollout_whose_lines_name_another_thread_is_its_own_files(tmp_path):
+    """codex-rs names each rollout after its thread: one whose ``session_meta`` names another
+    thread (crafted beside it, or in another user's dir being watched) is still its own
+    file's session, and cannot make its loop another session's (whose CLI a stop would hit)."""
+    day = tmp_path / "sessions" / "2026" / "12" / "01"
+    day.mkdir(parents=True)
+    victim, crafted = "01a22fb7-0000-7000-8000-00000000000b", "01a22fb7-0000-7000-8000-00000000000a"
+    lines = [{"timestamp": "2026-12-01T00:00:00.000Z", "type": "session_meta",
+              "payload": {"id": victim, "cwd": "/tmp/p"}}]
+    lines += [{"timestamp": "2026-12-01T00:00:01.000Z", "type": "response_item",
+               "payload": {"type": "function_call", "name": "exec_command",
+                           "arguments": json.dumps({"cmd": "ls"}), "call_id": f"call_{n}"}}
+              for n in range(12)]
+    (day / f"rollout-2026-12-01T00-00-00-{crafted}.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines))
+    source, events = read_all(tmp_path / "sessions")
+    assert {event.session_id for event in events if hasattr(event, "session_id")} == {crafted}
+    assert len(of(events, ToolCall, crafted)) == 12
+    restarted = CodexSource(str(tmp_path / "sessions"), resume=source.checkpoint())
+    with (day / f"rollout-2026-12-01T00-00-00-{crafted}.jsonl").open("a") as out:
+        out.write(json.dumps({**lines[1], "payload": {**lines[1]["payload"],
+                                                      "call_id": "call_12"}}) + "\n")
+    with complete_files():
+        later = restarted.poll()
+    assert {event.session_id for event in of(later, ToolCall)} == {crafted}

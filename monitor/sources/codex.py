@@ -11,7 +11,9 @@ output, ``local_shell_call``, ``web_search_call``), ``event_msg`` (``user_messag
 Newer versions add more (``world_state``, ``token_usage_record``, ``item_completed``); what
 carries no call, output or usage is skipped without counting as an error.
 
-Events: the key is ``codex:<thread id>``, the agent ``codex`` (``agents.codex`` in the config
+Events: the key is ``codex:<thread id>`` (the id in the file's name, as codex-rs names every
+rollout; the ``session_meta``'s only for a file not named so: a rollout whose lines name
+another thread is still its own file's), the agent ``codex`` (``agents.codex`` in the config
 sets this source's thresholds and budgets), the run a turn's ``turn_id``. Each ``function_call``
 / ``custom_tool_call`` / ``local_shell_call`` / ``web_search_call`` is a ``ToolCall``, each output
 a ``ToolResult`` shaped by ``cli_tools``; a prompt (``user_message``, or since 0.17x a completed
@@ -96,10 +98,13 @@ class _Rollout:
     """What one rollout file's lines share."""
 
     __slots__ = ("announced", "calls", "copied_turn", "copy_second", "cwd", "meta_seen", "model",
-                 "prompt", "provider", "replies", "run_id", "session_id", "text_chars", "total")
+                 "named", "prompt", "provider", "replies", "run_id", "session_id", "text_chars",
+                 "total")
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, named: bool = False) -> None:
         self.session_id = session_id
+        #: The file's name gives the thread id: the lines cannot give the rollout another.
+        self.named = named
         self.announced = False
         self.meta_seen = False
         self.cwd: str | None = None
@@ -127,7 +132,8 @@ class _Rollout:
                 "total": self.total.as_list() if self.total else None}
 
     def restore(self, saved: dict) -> None:
-        self.session_id = _safe_id(saved.get("session")) or self.session_id
+        if not self.named:
+            self.session_id = _safe_id(saved.get("session")) or self.session_id
         self.meta_seen = saved.get("meta") is True
         self.cwd = _text(saved.get("cwd"))
         self.model = _text(saved.get("model"))
@@ -181,7 +187,8 @@ class CodexSource(JsonlTreeSource):
     def _rollout(self, path: str) -> _Rollout:
         rollout = self._rollouts.get(path)
         if rollout is None:
-            rollout = _Rollout(self.session_of(path))
+            named = _FILE_ID.search(os.path.basename(path)) is not None
+            rollout = _Rollout(self.session_of(path), named)
             saved = self._saved.pop(path, None)
             if saved:
                 rollout.restore(saved)
@@ -242,8 +249,9 @@ class CodexSource(JsonlTreeSource):
                 rollout.copy_second = stamp[:19]          # a parent's meta: its history follows
             return []
         rollout.meta_seen = True
-        rollout.session_id = _safe_id(payload.get("id")) or _safe_id(
-            payload.get("session_id")) or rollout.session_id
+        if not rollout.named:
+            rollout.session_id = _safe_id(payload.get("id")) or _safe_id(
+                payload.get("session_id")) or rollout.session_id
         rollout.cwd = _text(payload.get("cwd"))
         rollout.provider = _text(payload.get("model_provider"))
         return [SessionStart(rollout.session_id, ts, rollout.cwd, origin)]
