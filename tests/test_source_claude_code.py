@@ -625,3 +625,21 @@ def test_seen_digests_find_every_digest_across_merges_and_forget_the_oldest_past
     newest = keys[-len(bounded) // 2:]
     assert all(digest in bounded for digest in newest)
     assert not any(digest in bounded for digest in keys[:len(keys) - 64])
+
+
+def test_an_agent_file_naming_a_session_kept_elsewhere_is_not_that_sessions(tmp_path):
+    """A pre-2.1 ``agent-<id>.jsonl`` counts as the session its lines name only when that
+    session's file is beside it (where Claude Code writes both): one in another project dir
+    naming a session of its own (crafted, or another user's being watched) is its own file's
+    session, and its loop cannot raise findings, or a stop, on that session."""
+    legacy = tmp_path / "projects" / "-home-dev-api"
+    legacy.mkdir(parents=True)
+    shutil.copy(LEGACY_FILE, legacy)
+    shutil.copy(PROJECTS / "-home-dev-api" / "agent-5e6f7a8b.jsonl", legacy)
+    elsewhere = tmp_path / "projects" / "-elsewhere" / "agent-5e6f7a8b.jsonl"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text((legacy / "agent-5e6f7a8b.jsonl").read_text().replace(
+        '"toolu_', '"toolu_x'))
+    _, events = read_all(tmp_path / "projects")
+    by_session = Counter(call.session_id for call in of(events, ToolCall))
+    assert by_session == {LEGACY: 7, "agent-5e6f7a8b": 1}, by_session

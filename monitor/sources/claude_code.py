@@ -5,12 +5,13 @@ the session, in a directory named after the working directory (``/tmp/w`` -> ``-
 A sub-agent (the ``Agent``/``Task`` tool) writes its own transcript: since 2.1 in
 ``<sessionId>/subagents/agent-<agentId>.jsonl`` beside the session's file (every line
 ``isSidechain: true`` with ``agentId``), before that as ``agent-<id>.jsonl`` in the project
-directory (lines naming the parent's ``sessionId``), and in the oldest versions inline in the
-session's own file. All three are the parent session's: its key, ``claude-code:<sessionId>``,
-and its session id; a sub-agent's calls and replies form their own run
-(``run_id = "agent:<agentId>"``) so the loop detectors, which judge one run at a time, never
-mix a sub-agent's calls with its parent's. The main thread's run is the prompt that started it
-(``promptId``, or the prompt line's ``uuid`` in versions without it).
+directory (lines naming the parent's ``sessionId``, whose file is beside it: one naming a
+session not beside it is a session of its own, its file's name), and in the oldest versions
+inline in the session's own file. All three are the parent session's: its key,
+``claude-code:<sessionId>``, and its session id; a sub-agent's calls and replies form their
+own run (``run_id = "agent:<agentId>"``) so the loop detectors, which judge one run at a
+time, never mix a sub-agent's calls with its parent's. The main thread's run is the prompt
+that started it (``promptId``, or the prompt line's ``uuid`` in versions without it).
 
 Lines become events:
 
@@ -111,6 +112,16 @@ def _first_session_id(path: str) -> str | None:
     return None
 
 
+def _beside(path: str, session_id: str | None) -> str | None:
+    """``session_id`` when that session's transcript is in ``path``'s folder: a pre-2.1
+    sub-agent's file names its parent's ``sessionId`` and sits beside the parent's, and one
+    naming a session kept elsewhere (another project's, another user's) cannot make its
+    calls that session's."""
+    if session_id and os.path.isfile(os.path.join(os.path.dirname(path), f"{session_id}.jsonl")):
+        return session_id
+    return None
+
+
 def is_claude_code_entry(entry: dict) -> bool:
     """Whether a transcript's first JSON object was written by Claude Code (every line of
     its own names the ``sessionId``; an OpenClaw transcript starts ``{"type": "session"}``,
@@ -187,7 +198,7 @@ class ClaudeCodeSource(JsonlTreeSource):
         if len(parts) == 4:
             return parts[1]
         if stem.startswith("agent-"):
-            return _first_session_id(path) or stem
+            return _beside(path, _first_session_id(path)) or stem
         return stem
 
     def _context(self, path: str) -> _FileContext:
@@ -224,7 +235,8 @@ class ClaudeCodeSource(JsonlTreeSource):
             return []
         context = self._context(path)
         if context.session_id is None:
-            context.session_id = _first_session_id(path) or _safe_id(entry.get("sessionId")) \
+            context.session_id = _beside(path, _first_session_id(path)) \
+                or _beside(path, _safe_id(entry.get("sessionId"))) \
                 or os.path.basename(path)[: -len(".jsonl")]
         origin = f"{path}@{offset}"
         if entry_type == "system":
