@@ -643,3 +643,21 @@ def test_an_agent_file_naming_a_session_kept_elsewhere_is_not_that_sessions(tmp_
     _, events = read_all(tmp_path / "projects")
     by_session = Counter(call.session_id for call in of(events, ToolCall))
     assert by_session == {LEGACY: 7, "agent-5e6f7a8b": 1}, by_session
+
+
+def test_a_subagents_folder_without_its_sessions_file_beside_is_not_that_sessions(tmp_path):
+    """``<project>/<session>/subagents/agent-*.jsonl`` is the session's only with
+    ``<project>/<session>.jsonl`` beside it, as Claude Code writes them: a folder named after
+    a session kept elsewhere cannot make its sub-agent's calls that session's."""
+    tour = tmp_path / "projects" / "-tmp-cap-w2"
+    shutil.copytree(PROJECTS / "-tmp-cap-w2", tour)
+    before = Counter(call.session_id for call in of(read_all(tmp_path / "projects")[1],
+                                                    ToolCall))
+    agent = next((tour / TOUR / "subagents").glob("agent-*.jsonl"))
+    elsewhere = tmp_path / "projects" / "-elsewhere" / TOUR / "subagents" / agent.name
+    elsewhere.parent.mkdir(parents=True)
+    elsewhere.write_text(agent.read_text().replace('"toolu_', '"toolu_x'))
+    _, events = read_all(tmp_path / "projects")
+    by_session = Counter(call.session_id for call in of(events, ToolCall))
+    assert by_session[TOUR] == before[TOUR] > 0
+    assert by_session[agent.stem] > 0, by_session

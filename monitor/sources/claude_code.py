@@ -3,15 +3,16 @@
 Claude Code (``claude``, ``claude -p``) appends one JSON line per event to a file named after
 the session, in a directory named after the working directory (``/tmp/w`` -> ``-tmp-w``).
 A sub-agent (the ``Agent``/``Task`` tool) writes its own transcript: since 2.1 in
-``<sessionId>/subagents/agent-<agentId>.jsonl`` beside the session's file (every line
-``isSidechain: true`` with ``agentId``), before that as ``agent-<id>.jsonl`` in the project
-directory (lines naming the parent's ``sessionId``, whose file is beside it: one naming a
-session not beside it is a session of its own, its file's name), and in the oldest versions
-inline in the session's own file. All three are the parent session's: its key,
-``claude-code:<sessionId>``, and its session id; a sub-agent's calls and replies form their
-own run (``run_id = "agent:<agentId>"``) so the loop detectors, which judge one run at a
-time, never mix a sub-agent's calls with its parent's. The main thread's run is the prompt
-that started it (``promptId``, or the prompt line's ``uuid`` in versions without it).
+``<sessionId>/subagents/agent-<agentId>.jsonl`` beside the session's file (without that file
+beside it, a session of its own; every line ``isSidechain: true`` with ``agentId``), before
+that as ``agent-<id>.jsonl`` in the project directory (lines naming the parent's
+``sessionId``, whose file is beside it: one naming a session not beside it is a session of
+its own, its file's name), and in the oldest versions inline in the session's own file. All
+three are the parent session's: its key, ``claude-code:<sessionId>``, and its session id; a
+sub-agent's calls and replies form their own run (``run_id = "agent:<agentId>"``) so the
+loop detectors, which judge one run at a time, never mix a sub-agent's calls with its
+parent's. The main thread's run is the prompt that started it (``promptId``, or the prompt
+line's ``uuid`` in versions without it).
 
 Lines become events:
 
@@ -122,6 +123,13 @@ def _beside(path: str, session_id: str | None) -> str | None:
     return None
 
 
+def _parent_folder_session(path: str) -> str | None:
+    """The session of a 2.1 sub-agent's ``<project>/<session>/subagents/<agent>.jsonl``:
+    the folder's name, when ``<project>/<session>.jsonl`` is there too (``_beside``)."""
+    session_folder = os.path.dirname(os.path.dirname(path))
+    return _beside(session_folder, os.path.basename(session_folder))
+
+
 def is_claude_code_entry(entry: dict) -> bool:
     """Whether a transcript's first JSON object was written by Claude Code (every line of
     its own names the ``sessionId``; an OpenClaw transcript starts ``{"type": "session"}``,
@@ -196,7 +204,7 @@ class ClaudeCodeSource(JsonlTreeSource):
         parts = os.path.relpath(path, self.path).split(os.sep)
         stem = parts[-1][: -len(".jsonl")]
         if len(parts) == 4:
-            return parts[1]
+            return _parent_folder_session(path) or stem
         if stem.startswith("agent-"):
             return _beside(path, _first_session_id(path)) or stem
         return stem
@@ -208,7 +216,8 @@ class ClaudeCodeSource(JsonlTreeSource):
         parts = os.path.relpath(path, self.path).split(os.sep)
         stem = parts[-1][: -len(".jsonl")]
         if len(parts) == 4:                       # <project>/<session>/subagents/<agent>.jsonl
-            context = _FileContext(parts[1], f"agent:{stem.removeprefix('agent-')}")
+            context = _FileContext(_parent_folder_session(path) or stem,
+                                   f"agent:{stem.removeprefix('agent-')}")
         elif stem.startswith("agent-"):           # <project>/agent-<id>.jsonl (before 2.1)
             context = _FileContext(None, f"agent:{stem.removeprefix('agent-')}")
         else:
