@@ -20,12 +20,14 @@ import time
 import pytest
 from test_cli_agents_process import wait_for
 
+from monitor.act.cli_call import cli_call
 from monitor.act.cli_stop import stop_main
 from monitor.act.gateway_client import GatewayClient
 from monitor.act.gateway_connection import GatewayConnection
 from monitor.act.gateway_errors import (
     DeviceIdentityRequired,
     GatewayAuthError,
+    GatewayError,
     GatewayProtocolError,
     GatewayRpcError,
     GatewayUnavailable,
@@ -707,6 +709,20 @@ def test_cli_method_reports_the_cli_error(tmp_path):
     assert code == 1
     assert "gateway_unreachable: connect ECONNREFUSED" in lines[0]["detail"]
     assert lines[1]["type"] == "error"
+
+
+def test_cli_output_full_of_braces_is_read_in_bounded_time(tmp_path):
+    """What the CLI prints before its JSON (log lines echoing what the gateway sent) may be a
+    megabyte of ``{``: each was tried as the document's start, parsing the rest each time."""
+    cli = tmp_path / "openclaw"
+    cli.write_text("#!/bin/sh\nhead -c 1000000 /dev/zero | tr '\\0' '{'\necho\n"
+                   "echo '{\"ok\":false,\"error\":{\"type\":\"bad\",\"message\":\"no\"}}'\n"
+                   "exit 1\n")
+    cli.chmod(0o755)
+    started = time.monotonic()
+    with pytest.raises(GatewayError, match="bad: no"):
+        cli_call("chat.abort", {"sessionKey": "k"}, openclaw_bin=str(cli), env={})
+    assert time.monotonic() - started < 5
 
 
 def wait_until(condition, timeout: float = 10.0) -> bool:

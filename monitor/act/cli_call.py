@@ -18,6 +18,9 @@ from typing import Any
 from monitor import untrusted_json
 from monitor.act.gateway_errors import GatewayError, GatewaySetupError, GatewayUnavailable, redact
 
+#: Lines of the CLI's output that start with ``{`` tried as the start of its JSON document.
+JSON_STARTS_TRIED = 16
+
 
 def find_openclaw_bin(env: Mapping[str, str] | None = None) -> str | None:
     """``$OPENCLAW_BIN``, else ``openclaw`` on ``PATH``, else None."""
@@ -71,7 +74,10 @@ def cli_call(method: str, params: dict, *, openclaw_bin: str | None, url: str | 
 
 
 def _json_tail(text: str) -> Any:
-    """The JSON document on stdout (the CLI may print log lines before it)."""
+    """The JSON document on stdout: the CLI may print log lines before it, so it is what
+    follows one of the last ``JSON_STARTS_TRIED`` lines that start with ``{`` (the last one
+    tried first: a pretty-printed document indents its inner objects). Each try parses the
+    rest of the output: trying every ``{`` took minutes on a megabyte of them."""
     text = text.strip()
     if not text:
         return None
@@ -79,10 +85,14 @@ def _json_tail(text: str) -> Any:
         return untrusted_json.loads(text)
     except ValueError:
         pass
-    start = text.find("{")
-    while start >= 0:
+    starts = [0] if text.startswith("{") else []
+    at = text.find("\n{")
+    while at >= 0:
+        starts.append(at + 1)
+        at = text.find("\n{", at + 1)
+    for start in reversed(starts[-JSON_STARTS_TRIED:]):
         try:
             return untrusted_json.loads(text[start:])
         except ValueError:
-            start = text.find("{", start + 1)
+            continue
     return None
