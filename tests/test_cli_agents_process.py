@@ -172,7 +172,8 @@ class FakeClis:
               hold: bool = False, mark: bool = True, entry: bool = True,
               home: str = "home", tool: str = LOOP_TOOL, launcher: bool = False,
               transcript: Path | None = None, exit_on_sigint: bool = False,
-              ignore_sigterm: bool = False, respawn: bool = False) -> Fake:
+              ignore_sigterm: bool = False, respawn: bool = False,
+              config_dir: str | None = None) -> Fake:
         session_id = session_id or str(uuid.uuid4())
         work = self.root / cwd
         work.mkdir(exist_ok=True)
@@ -192,7 +193,8 @@ class FakeClis:
                    "ready": cfg["ready"] + "-launcher", "child": cfg}
             argv = self._entry(source, "script", f"pkg-{tag}") + list(args)
         env = {**os.environ, "FAKE_CLI_CONFIG": json.dumps(cfg),
-               "CLAUDE_CONFIG_DIR" if source == "claude-code" else "CODEX_HOME": str(config_home)}
+               "CLAUDE_CONFIG_DIR" if source == "claude-code" else "CODEX_HOME":
+                   config_dir or str(config_home)}
         popen = subprocess.Popen(argv, cwd=work, env=env, start_new_session=True)
         ready = self._ready(cfg["ready"])
         launcher_pid = None
@@ -399,6 +401,24 @@ def test_a_process_whose_config_dir_does_not_hold_the_transcript_is_left_out(cli
     found = find_cli(session)
     assert found.process is None
     assert "CODEX_HOME keeps sessions in" in found.reason
+
+
+@pytest.mark.parametrize("source", ["claude-code", "codex"])
+def test_a_relative_config_dir_is_below_the_clis_cwd(clis, source):
+    """``CLAUDE_CONFIG_DIR=cfg`` (or ``CODEX_HOME=cfg``) keeps the sessions in ``cfg`` below
+    the CLI's cwd (verified with Claude Code 2.1.332), not below clawwatch's."""
+    sid = str(uuid.uuid4())
+    work = clis.root / "projR"
+    path = clis.transcript(source, work, sid, work / "cfg")
+    fake = clis.start(source, cwd="projR", session_id=sid, transcript=path, config_dir="cfg",
+                      hold=True)
+    found = find_cli(fake.session)
+    assert found.target == fake.target, found.reason
+    elsewhere = clis.root / "projS" / path.relative_to(work)
+    elsewhere.parent.mkdir(parents=True)
+    elsewhere.write_text(path.read_text())
+    moved = CliSession(source, sid, str(elsewhere), fake.session.cwd)
+    assert "keeps sessions in" in find_cli(moved).reason
 
 
 def test_a_launcher_is_left_out_for_the_cli_it_runs(clis):

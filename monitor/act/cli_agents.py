@@ -37,6 +37,7 @@ from monitor import untrusted_json
 from monitor.act.cli_processes import (
     argv_of,
     cli_arguments,
+    cwd_of,
     environ_of,
     marked_session,
     open_paths,
@@ -190,9 +191,12 @@ def _inside(path: str, folder: str) -> bool:
     return os.path.commonpath([path, folder]) == folder
 
 
-def writes_elsewhere(env: dict[str, str], source: str, transcript: str) -> str | None:
+def writes_elsewhere(env: dict[str, str], source: str, transcript: str,
+                     cwd: str | None = None) -> str | None:
     """Why a process whose environment is ``env`` cannot write ``transcript`` (its config
-    dir does not hold it), or None when it may (or the environment does not say)."""
+    dir does not hold it), or None when it may (or the environment does not say). A relative
+    config dir is the process's, below its cwd ``cwd`` (verified with Claude Code 2.1.332);
+    without that cwd it says nothing."""
     if source == "claude-code":
         configured = env.get("CLAUDE_CONFIG_DIR")
         homes = [configured] if configured else []
@@ -207,6 +211,10 @@ def writes_elsewhere(env: dict[str, str], source: str, transcript: str) -> str |
         roots = [os.path.join(home, "sessions"), os.path.join(home, "archived_sessions")] \
             if home else []
         label = "CODEX_HOME" if configured else "HOME"
+    if any(not os.path.isabs(root) for root in roots):
+        if cwd is None:
+            return None
+        roots = [os.path.join(cwd, root) for root in roots]
     if not roots or any(_inside(transcript, root) for root in roots):
         return None
     return f"its {label} keeps sessions in {roots[0]}, not where the transcript is"
@@ -300,7 +308,7 @@ def _candidate(proc: psutil.Process, session: CliSession, cwd: str,
         return None, f"pid {proc.pid} resumes another session ({written})"
     if forked == session.session_id and written is None:
         return None, f"pid {proc.pid} forks session {forked} into a new one"
-    elsewhere = writes_elsewhere(environ_of(proc), session.source, transcript)
+    elsewhere = writes_elsewhere(environ_of(proc), session.source, transcript, cwd_of(proc))
     if elsewhere:
         return None, f"pid {proc.pid}: {elsewhere}"
     ties, other = evidence_of(proc, argv, session)
