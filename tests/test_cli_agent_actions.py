@@ -340,13 +340,14 @@ def test_clawwatch_stop_refuses_ambiguous_evidence_with_exit_1(clis: FakeClis, t
     assert untouched(first) and untouched(second)
 
 
-def test_clawwatch_stop_on_a_transcript_whose_cwd_holds_a_nul_says_so(tmp_path):
-    """A cwd recorded with a NUL (``\\u0000`` in the JSON) is no path: the stop is refused
-    with a clear reason, never a traceback."""
+@pytest.mark.parametrize("cwd", ["/tmp/a\0b", "/tmp/a\ud800b"])
+def test_clawwatch_stop_on_a_transcript_whose_cwd_is_no_path_says_so(tmp_path, cwd):
+    """A cwd recorded with a NUL (``\\u0000`` in the JSON) or a lone surrogate is no path:
+    the stop is refused with a clear reason, never a traceback."""
     sid = str(uuid.uuid4())
     path = tmp_path / "home/claude-code/projects/-x" / f"{sid}.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"type": "user", "sessionId": sid, "cwd": "/tmp/a\0b",
+    path.write_text(json.dumps({"type": "user", "sessionId": sid, "cwd": cwd,
                                 "timestamp": "2026-12-07T08:00:00Z"}) + "\n")
     done = _clawwatch_stop(tmp_path, tmp_path / "home", f"claude-code:{sid}")
     assert done.returncode == 1

@@ -136,15 +136,23 @@ def first_entry_time(path: str) -> float | None:
 def recorded_cwd(session: CliSession) -> str | None:
     """The session's cwd as given, else as the transcript records it (Codex
     ``session_meta.payload.cwd``; Claude Code, the first entry's ``cwd``), unresolved. A
-    recorded cwd that no path can be (one with a NUL) is no cwd."""
+    recorded cwd that no path can be (one with a NUL or a lone surrogate) is no cwd."""
     if session.cwd:
         return session.cwd
     for entry in _head_entries(session.transcript):
         payload = entry.get("payload") if entry.get("type") == "session_meta" else entry
         cwd = payload.get("cwd") if isinstance(payload, dict) else None
-        if isinstance(cwd, str) and cwd.startswith("/") and "\0" not in cwd:
+        if isinstance(cwd, str) and cwd.startswith("/") and _can_be_path(cwd):
             return cwd
     return None
+
+
+def _can_be_path(text: str) -> bool:
+    """Whether ``text`` can name a file (``os.fsencode`` takes it and it has no NUL)."""
+    try:
+        return b"\0" not in os.fsencode(text)
+    except UnicodeEncodeError:
+        return False
 
 
 def session_cwd(session: CliSession) -> str | None:
