@@ -357,6 +357,27 @@ def test_a_transcript_outside_its_cwds_folder_does_not_claim_the_cli_running_the
     assert untouched(victim)
 
 
+@pytest.mark.parametrize("claim", ["symlink", "proc"])
+def test_a_transcript_claiming_a_cwd_through_a_link_does_not_claim_the_cli_there(clis, claim):
+    """A cwd claimed as a symlink to a project, or as ``/proc/<pid>/cwd``, resolves to that
+    project; the transcript sits in the folder named after the claim, not after the project
+    (Claude Code names it after the resolved cwd), so it is not that project's CLI's."""
+    victim = clis.start("claude-code", mark=False)
+    link = clis.root / "link"
+    link.symlink_to(victim.session.cwd)
+    cwd = str(link) if claim == "symlink" else f"/proc/{victim.pid}/cwd"
+    crafted = str(uuid.uuid4())
+    projects = Path(victim.session.transcript).parent.parent
+    path = projects / claude_project_folder(cwd) / f"{crafted}.jsonl"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"type": "user", "sessionId": crafted, "cwd": cwd,
+                                "timestamp": datetime.now(UTC).isoformat()}) + "\n")
+    found = find_cli(CliSession("claude-code", crafted, str(path)))
+    assert found.process is None, found.reason
+    assert "not in the folder Claude Code keeps that cwd's sessions in" in found.reason
+    assert untouched(victim)
+
+
 def test_the_only_cli_may_name_its_project_folder_in_its_environment(clis):
     """``CLAUDE_CODE_PROJECT_DIR_NAME`` (with ``CLAUDE_CONFIG_DIR``) makes Claude Code keep
     a cwd's sessions in the folder it names."""

@@ -173,25 +173,24 @@ def claude_project_folder(cwd: str) -> str:
 
 def in_cwd_folder(session: CliSession, transcript: str, env: dict[str, str]) -> bool:
     """Whether a Claude Code transcript sits in the ``projects/`` folder of the cwd its
-    session claims, or the folder that a process with environment ``env`` names instead
+    session claims, symlinks resolved (Claude Code 2.1.332 names the folder after its
+    resolved cwd, and records that cwd, even started through a symlink with ``$PWD`` saying
+    so), or the folder that a process with environment ``env`` names instead
     (``CLAUDE_CODE_PROJECT_DIR_NAME``); a Codex one always does (its folders are dates). A
     transcript anywhere else cannot be from a process run in that cwd: its claim is all that
-    ties the two."""
+    ties the two, and a claimed ``/proc/<pid>/cwd`` or symlink names another's cwd."""
     if session.source != "claude-code":
         return True
     folder = os.path.basename(os.path.dirname(transcript))
     named = env.get("CLAUDE_CODE_PROJECT_DIR_NAME", "")
     if _PROJECT_DIR_NAME_RE.match(named) and folder == named:
         return True
-    cwd = recorded_cwd(session)
+    cwd = session_cwd(session)
     if not cwd:
         return False
-    for path in dict.fromkeys((cwd, os.path.realpath(cwd))):
-        name = claude_project_folder(path)
-        if folder == name or (len(name) == CLAUDE_FOLDER_CHARS
-                              and folder.startswith(name + "-")):
-            return True
-    return False
+    name = claude_project_folder(cwd)
+    return folder == name or (len(name) == CLAUDE_FOLDER_CHARS
+                              and folder.startswith(name + "-"))
 
 
 def _inside(path: str, folder: str) -> bool:
