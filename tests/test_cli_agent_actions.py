@@ -15,8 +15,17 @@ import sys
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
-from test_cli_agents_process import LOOP_TOOL, Fake, FakeClis, alive, group_pids, wait_for
+from test_cli_agents_process import (
+    LOOP_TOOL,
+    SESSION_VARS,
+    Fake,
+    FakeClis,
+    alive,
+    group_pids,
+    wait_for,
+)
 
 from monitor.act.api import ActionResult
 from monitor.act.audit import AuditedController, AuditLog
@@ -31,6 +40,7 @@ from monitor.act.cli_controller import (
     locate_transcript,
     routed,
 )
+from monitor.act.cli_processes import live_with_env
 from monitor.redaction import redact_text
 
 pytestmark = pytest.mark.timeout(60)
@@ -250,6 +260,35 @@ def test_kill_ends_the_tool_groups_interrupts_the_cli_and_leaves_a_lookalike(cli
     wait_for(lambda: not alive(again.pid), "the CLI to end")
     assert again.received() == ["SIGTERM"]
     assert tools_gone(again)
+    assert untouched(other)
+
+
+@pytest.mark.parametrize("source", ["claude-code", "codex"])
+def test_kill_ends_a_background_job_a_tool_left_behind(clis, tmp_path, source):
+    """A tool that starts a loop in a session of its own and exits (``(setsid loop &)``)
+    leaves it out of every tool group and out of the CLI's tree; its environment still
+    names the session, and the kill ends it. Another session's job is left alone."""
+    job = "(setsid sh -c 'while :; do sleep 1; done' </dev/null >/dev/null 2>&1 &); "
+    target = with_cwd(clis.start(source, hold=True, tool=job + LOOP_TOOL))
+    other = with_cwd(clis.start(source, hold=True, cwd="projB", tool=job + LOOP_TOOL))
+    var = SESSION_VARS[source]
+
+    def jobs(fake: Fake) -> list[int]:
+        return [proc.pid for proc in live_with_env(var, fake.session.session_id)
+                if proc.pid not in (fake.pid, fake.tool)
+                and proc.pid not in group_pids(fake.tool) and proc.ppid() != fake.tool]
+
+    orphan = wait_for(lambda: [pid for pid in jobs(target)
+                               if psutil.Process(pid).cmdline()[:2] == ["sh", "-c"]],
+                      "the background job")
+    spared = wait_for(lambda: jobs(other), "the other session's background job")
+    target.started += [psutil.Process(pid) for pid in orphan]
+    other.started += [psutil.Process(pid) for pid in spared]
+    result = controller(tmp_path).kill(f"{source}:{target.session.session_id}")
+    assert result.ok, result.detail
+    assert "orphaned tool process(es) ended" in result.detail
+    assert not any(alive(pid) for pid in orphan)
+    assert all(alive(pid) for pid in spared if psutil.Process(pid).cmdline()[:1] == ["sh"])
     assert untouched(other)
 
 

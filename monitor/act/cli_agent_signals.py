@@ -77,6 +77,28 @@ def _protected() -> set[int]:
     return {0, 1, os.getpid(), os.getppid()}
 
 
+def orphaned_tools(session: CliSession, target: tuple[int, float]) -> list[psutil.Process]:
+    """This user's live processes whose environment names the session (``SESSION_ENV``, as
+    every tool process of the CLI inherits it) outside the CLI's tree: a tool's background
+    job that left its group and outlived its parent (``(setsid loop &)``), which ending the
+    tool groups does not reach. This monitor and its ancestors (run from such a tool) are
+    not among them."""
+    try:
+        cli = psutil.Process(target[0])
+        tree = {cli.pid, *(child.pid for child in cli.children(recursive=True))} \
+            if same_start(cli.create_time(), target[1]) else set()
+    except psutil.Error:
+        tree = set()
+    spared = tree | _protected() | {proc.pid for proc in psutil.Process().parents()}
+    found = []
+    for proc in psutil.process_iter():
+        if proc.pid in spared or marked_session(proc, session.source) != session.session_id:
+            continue
+        if owned_by_me(proc) and still_running(proc):
+            found.append(proc)
+    return found
+
+
 def verify_cli(session: CliSession, target: tuple[int, float]) -> psutil.Process:
     """The CLI process ``target`` = ``(pid, create_time)``, checked to be still the
     session's CLI, or ``KillRefused`` saying why it may not be touched."""

@@ -12,6 +12,9 @@ evidence that agrees) and signals it (``cli_agent_signals``), behind the same in
   tool process groups is ended (SIGTERM, SIGKILL after the grace, verified), then the CLI
   gets SIGINT (the run ends, like the gateway's abort) and is resumed; with
   ``include_cli`` (or ``kill_cli=True``) the CLI itself is ended instead (SIGTERM, SIGKILL).
+  Then a tool's background job that left its group and was orphaned, out of the CLI's tree
+  with its environment still naming the session, is ended too
+  (``cli_agent_signals.orphaned_tools``).
 * ``kill_candidates(key)``: the CLI's tool groups (what ``kill`` ends); when the evidence
   does not name one CLI process, the candidates, marked ambiguous (left alone).
 * ``cancel()`` (clawwatch is stopping; any thread): a kill under way waits for no grace
@@ -255,15 +258,21 @@ class CliAgentController:
             ended = None
         else:
             outcomes, ended = self._kill_tools_then_interrupt(session, target)
-        leftovers = kill_stragglers(snapshots, grace=self.kill_grace, stopping=self.stopping)
+        orphans = [proc for proc in sig.orphaned_tools(session, target)
+                   if proc not in snapshots]
+        leftovers = kill_stragglers(snapshots + orphans, grace=self.kill_grace,
+                                    stopping=self.stopping)
         failed = [o for o in outcomes if not o.ok]
-        pids = sorted({proc.pid for proc in snapshots}
+        pids = sorted({proc.pid for proc in snapshots + orphans}
                       | {pid for o in outcomes for pid in o.signalled})
         tools = [o for o in outcomes if o.ok and o.pid != target[0]]
         killed = sum(1 for o in tools if o.signalled)
         parts = [f"{session.source} pid {target[0]} ({lookup.reason})",
                  f"{killed} tool group(s) killed, {len(tools) - killed} ended by themselves"]
         parts += [o.detail for o in outcomes if o.ok and o.pid == target[0]]
+        if orphans:
+            parts.append(f"{len(orphans)} orphaned tool process(es) ended (their environment "
+                         f"names the session): {sorted(proc.pid for proc in orphans)}")
         if ended is not None:
             parts.append("sent SIGINT to the CLI; " + self._exit_note(ended))
         parts += [o.detail for o in failed]
