@@ -284,7 +284,11 @@ def test_kill_ends_a_background_job_a_tool_left_behind(clis, tmp_path, source):
     spared = wait_for(lambda: jobs(other), "the other session's background job")
     target.started += [psutil.Process(pid) for pid in orphan]
     other.started += [psutil.Process(pid) for pid in spared]
-    result = controller(tmp_path).kill(f"{source}:{target.session.session_id}")
+    ctl = controller(tmp_path)
+    listed = ctl.kill_candidates(f"{source}:{target.session.session_id}")
+    assert set(orphan) <= {info.pid for info in listed}
+    assert not {info.pid for info in listed} & set(spared)
+    result = ctl.kill(f"{source}:{target.session.session_id}")
     assert result.ok, result.detail
     assert "orphaned tool process(es) ended" in result.detail
     assert not any(alive(pid) for pid in orphan)

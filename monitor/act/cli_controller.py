@@ -15,8 +15,9 @@ evidence that agrees) and signals it (``cli_agent_signals``), behind the same in
   Then a tool's background job that left its group and was orphaned, out of the CLI's tree
   with its environment still naming the session, is ended too
   (``cli_agent_signals.orphaned_tools``).
-* ``kill_candidates(key)``: the CLI's tool groups (what ``kill`` ends); when the evidence
-  does not name one CLI process, the candidates, marked ambiguous (left alone).
+* ``kill_candidates(key)``: the CLI's tool groups and orphaned tool processes (what
+  ``kill`` ends); when the evidence does not name one CLI process, the candidates, marked
+  ambiguous (left alone).
 * ``cancel()`` (clawwatch is stopping; any thread): a kill under way waits for no grace
   any more (what SIGTERM did not end gets SIGKILL at once) and resumes its CLI; no wait
   for a CLI to exit goes on.
@@ -164,6 +165,18 @@ def _ambiguous_candidates(lookup: Lookup) -> tuple[ProcessInfo, ...]:
     return tuple(infos)
 
 
+def _described(procs: list[psutil.Process]) -> list[tuple[psutil.Process, float, str]]:
+    """Each process with its create time and its command (redacted, cut), while it runs."""
+    described = []
+    for proc in procs:
+        try:
+            described.append((proc, proc.create_time(),
+                              clip_redacted(" ".join(proc.cmdline()), 200)))
+        except psutil.Error:
+            continue
+    return described
+
+
 class CliAgentController:
     """Performs stop and kill on Claude Code / Codex CLI processes (module docstring)."""
 
@@ -237,9 +250,14 @@ class CliAgentController:
         if lookup.process is None:
             return list(_ambiguous_candidates(lookup)) if "ambiguous" in lookup.reason else []
         evidence = f"tool group of {session.source} pid {lookup.process.pid} ({lookup.reason})"
-        return [ProcessInfo(group.pid, group.create_time, group.command, session_key,
-                            evidence, reasons=(evidence,))
-                for group in sig.tool_groups(session, lookup.process.target)]
+        groups = [ProcessInfo(group.pid, group.create_time, group.command, session_key,
+                              evidence, reasons=(evidence,))
+                  for group in sig.tool_groups(session, lookup.process.target)]
+        orphaned = "orphaned tool process: its environment names the session"
+        return groups + [ProcessInfo(proc.pid, created, command, session_key, orphaned,
+                                     reasons=(orphaned,))
+                         for proc, created, command in _described(
+                             sig.orphaned_tools(session, lookup.process.target))]
 
     def kill(self, session_key: str, *, trigger: str | None = None,
              method: ActionKind = "abort", include_cli: bool | None = None) -> ActionResult:
