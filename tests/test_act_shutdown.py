@@ -30,7 +30,7 @@ from test_productive_run import write_state_dir
 from monitor.act import processes as pt
 from monitor.act.audit import AuditLog
 from monitor.act.cli_controller import CliAgentController
-from monitor.act.cli_freeze import frozen_pids
+from monitor.act.cli_freeze import freeze, frozen_pids, thaw
 from monitor.act.loop import ActionLoop
 from monitor.act.policy import DROPPED, ActionPolicy
 from monitor.config import load_config
@@ -155,6 +155,30 @@ def test_a_cli_frozen_when_clawwatch_is_sigkilled_is_resumed_by_its_guard(clis: 
         stop.communicate()
     wait_for(lambda: not frozen(fake.pid), "the guard to resume the CLI",
              timeout=STOP_BOUND_SECONDS)
+
+
+def test_two_overlapping_freezes_of_one_cli_hold_it_until_both_thaw():
+    """Two kills of one CLI may overlap (the dashboard's ``K`` beside ``--act auto``): the
+    first to finish must not resume the CLI while the other still ends its tools, nor leave
+    its guard process behind."""
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        first, second = psutil.Process(sleeper.pid), psutil.Process(sleeper.pid)
+        freeze(first)
+        freeze(second)
+        wait_for(lambda: frozen(sleeper.pid), "the freeze")
+        thaw(first)
+        assert frozen(sleeper.pid), "resumed while the other kill still holds it"
+        assert frozen_pids() == [sleeper.pid]
+        thaw(second)
+        wait_for(lambda: not frozen(sleeper.pid), "the CLI to run again")
+        assert frozen_pids() == []
+        wait_for(lambda: not [child for child in psutil.Process().children()
+                              if "clawwatch-thaw-guard" in child.cmdline()],
+                 "every guard to have ended")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 # ------------------------------------------------------- the action loop (watch, dashboard)

@@ -2,11 +2,12 @@
 it frozen.
 
 A kill freezes the CLI so it cannot start another tool while its tool groups are ended
-(``cli_agent_signals.kill_tools``, ``cli_controller``). Every frozen CLI is in a process-wide
-registry until it is resumed (SIGCONT): ``thaw_all`` resumes whatever is left in it and runs
-when this process exits normally, by an exception, or by a stop signal it handles (``watch``
-and the dashboard end through their handlers, ``clawwatch stop`` through its own, which
-also calls ``thaw_all``).
+(``cli_agent_signals.kill_tools``, ``cli_controller``). Every frozen CLI is in a
+process-wide registry until it is resumed (SIGCONT), held once per kill freezing it (two may
+overlap: the dashboard's and ``--act auto``'s) and resumed when the last of them thaws it:
+``thaw_all`` resumes whatever is left in it and runs when this process exits normally, by an
+exception, or by a stop signal it handles (``watch`` and the dashboard end through their
+handlers, ``clawwatch stop`` through its own, which also calls ``thaw_all``).
 
 SIGKILL cannot be caught, so each freeze also has a guard: a small ``sh`` child that ignores
 the stop signals and waits on a pipe from this process. ``thaw`` tells it the CLI runs
@@ -36,6 +37,7 @@ GUARD_EXIT_SECONDS = 1.0
 class _Frozen:
     proc: psutil.Process
     guard: subprocess.Popen | None
+    holds: int = 1      # the freezes not yet thawed (two kills of one CLI may overlap)
 
 
 _frozen: dict[int, _Frozen] = {}
@@ -70,10 +72,19 @@ def _release(guard: subprocess.Popen | None) -> None:
 
 def freeze(proc: psutil.Process) -> None:
     """SIGSTOP ``proc`` and remember it (with its guard) until ``thaw``; psutil's errors are
-    raised (nothing is remembered then)."""
+    raised (nothing is remembered then). A process frozen already (another kill of the same
+    CLI under way) is held once more: it runs again only when both have thawed it."""
+    with _lock:
+        entry = _frozen.get(proc.pid)
+        if entry is not None and entry.proc == proc:
+            entry.holds += 1
+            return
     entry = _Frozen(proc, _start_guard(proc.pid))
     with _lock:
+        replaced = _frozen.get(proc.pid)
         _frozen[proc.pid] = entry
+    if replaced is not None:            # a process that had that PID before
+        _release(replaced.guard)
     try:
         proc.send_signal(signal.SIGSTOP)
     except psutil.Error:
@@ -83,19 +94,25 @@ def freeze(proc: psutil.Process) -> None:
         raise
 
 
-def thaw(proc: psutil.Process) -> None:
-    """SIGCONT ``proc`` (psutil checks that its PID still names the same process) and forget
-    it; a process that has ended is forgotten quietly."""
+def thaw(proc: psutil.Process, *, all_holds: bool = False) -> None:
+    """Release one hold of ``freeze`` on ``proc`` (every hold with ``all_holds``); when none
+    is left, SIGCONT it (psutil checks that its PID still names the same process) and forget
+    it. A process not held (never frozen, or ended) is sent SIGCONT, quietly."""
+    with _lock:
+        entry = _frozen.get(proc.pid)
+        if entry is not None and entry.proc == proc:
+            entry.holds = 0 if all_holds else entry.holds - 1
+            if entry.holds > 0:
+                return
+            del _frozen[proc.pid]
+        else:
+            entry = None
     try:
         proc.send_signal(signal.SIGCONT)
     except psutil.Error:
         pass
-    with _lock:
-        entry = _frozen.get(proc.pid)
-        if entry is None or entry.proc is not proc:
-            return
-        del _frozen[proc.pid]
-    _release(entry.guard)
+    if entry is not None:
+        _release(entry.guard)
 
 
 def frozen_pids() -> list[int]:
@@ -105,11 +122,11 @@ def frozen_pids() -> list[int]:
 
 
 def thaw_all() -> None:
-    """Resume every CLI still frozen by this process."""
+    """Resume every CLI still frozen by this process, however many holds it has."""
     with _lock:
         procs = [entry.proc for entry in _frozen.values()]
     for proc in procs:
-        thaw(proc)
+        thaw(proc, all_holds=True)
 
 
 atexit.register(thaw_all)
