@@ -281,6 +281,19 @@ def test_codex_run_with_cd_works_in_that_dir_not_its_own_cwd(clis, tmp_path):
     assert find_cli(claude_like).process is None
 
 
+@pytest.mark.parametrize("given", ["-C{dir}", "-C={dir}", "--cd={dir}"])
+def test_codex_given_its_dir_in_one_argument_works_there(clis, tmp_path, given):
+    """``codex exec -C/path`` (verified with Codex 0.171.0) works in that dir, as ``-C /path``
+    does: the session recorded there is that CLI's."""
+    (tmp_path / "projD").mkdir()
+    fake = clis.start("codex", hold=True,
+                      args=("exec", given.format(dir=tmp_path / "projD"), "loop"))
+    session = CliSession("codex", fake.session.session_id, fake.session.transcript,
+                         str(tmp_path / "projD"))
+    found = find_cli(session)
+    assert found.target == fake.target, found.reason
+
+
 def test_two_untied_processes_in_one_cwd_are_ambiguous(clis):
     first = clis.start("claude-code", mark=False)
     second = clis.start("claude-code", mark=False)

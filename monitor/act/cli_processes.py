@@ -72,19 +72,26 @@ def cwd_of(proc: psutil.Process) -> str | None:
 
 def working_dirs(proc: psutil.Process, argv: list[str], source: str) -> set[str]:
     """Where the CLI works: its cwd and, for Codex, the ``-C``/``--cd`` dir it was given
-    (Codex 0.171.0 records that dir as the session's cwd without changing its own)."""
+    (``-C DIR``, ``-CDIR``, ``-C=DIR``, ``--cd DIR``, ``--cd=DIR``: Codex 0.171.0 records
+    that dir as the session's cwd without changing its own)."""
     cwd = cwd_of(proc)
     if cwd is None:
         return set()
     found = {cwd}
     if source == "codex":
         for index, arg in enumerate(argv[1:], start=1):
-            flag, eq, value = arg.partition("=")
-            if not eq and arg in ("-C", "--cd") and index + 1 < len(argv):
+            if arg in ("-C", "--cd"):
+                if index + 1 >= len(argv):
+                    continue
                 value = argv[index + 1]
-            elif not (eq and flag == "--cd"):
+            elif arg.startswith("--cd="):
+                value = arg.removeprefix("--cd=")
+            elif arg.startswith("-C"):
+                value = arg[2:].removeprefix("=")
+            else:
                 continue
-            found.add(os.path.realpath(os.path.join(cwd, value)))
+            if value:
+                found.add(os.path.realpath(os.path.join(cwd, value)))
     return found
 
 
