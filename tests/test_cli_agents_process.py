@@ -304,6 +304,27 @@ def test_two_untied_processes_in_one_cwd_are_ambiguous(clis):
     assert untouched(first) and untouched(second)
 
 
+def test_a_program_given_a_file_named_like_the_cli_is_not_the_cli(clis):
+    """``man claude``, ``ssh claude``, ``less codex`` in the session's cwd are not CLIs: only a
+    JavaScript runtime runs the launcher by that name (``node …/bin/codex``)."""
+    fake = clis.start("claude-code", mark=False)
+    viewer = clis.root / "viewer"
+    viewer.symlink_to(sys.executable)
+    (Path(fake.session.cwd) / "claude").write_text("import time\ntime.sleep(60)\n")
+    config = os.path.dirname(os.path.dirname(os.path.dirname(fake.session.transcript)))
+    lookalike = subprocess.Popen([str(viewer), "claude"], cwd=fake.session.cwd,
+                                 env={**os.environ, "CLAUDE_CONFIG_DIR": config})
+    try:
+        wait_for(lambda: psutil.Process(lookalike.pid).cmdline()[1:] == ["claude"],
+                 "the look-alike to run")
+        found = find_cli(fake.session)
+        assert found.target == fake.target, found.reason
+        assert [proc.pid for proc in found.candidates] == [fake.pid]
+    finally:
+        lookalike.kill()
+        lookalike.wait()
+
+
 def test_two_tied_processes_are_ambiguous(clis):
     first = clis.start("claude-code")
     sid = first.session.session_id

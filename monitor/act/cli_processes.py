@@ -34,6 +34,8 @@ SESSION_ENV = {"claude-code": ("CLAUDE_CODE_SESSION_ID",),
                "codex": ("CODEX_SESSION_ID", "CODEX_THREAD_ID")}
 _CLAUDE_EVAL_RE = re.compile(r"&& eval ('(?:[^']|'\\'')*')")  # eval '<command>' (quoted)
 EVAL_FLAGS = ("-c", "-lc", "-ic", "-e", "--eval", "-p", "--print")  # the next arg is code
+#: What runs the CLI's npm launcher when it is started by its own name (``#!/usr/bin/env node``)
+_JS_RUNTIME_RE = re.compile(r"(node|nodejs|bun|deno)[0-9.]*(\.exe)?\Z")
 
 
 def argv_of(proc: psutil.Process) -> list[str]:
@@ -131,9 +133,11 @@ def open_paths(proc: psutil.Process) -> list[str]:
 def cli_entry(argv: list[str], name: str, source: str) -> int | None:
     """Where ``source``'s CLI is in argv (its arguments follow), or None when the process is
     not that CLI: a native binary (``argv[0]``, or the process name of a binary or script
-    started by its own name) or an interpreter running the CLI's launcher (a file named
-    like the CLI, or a known script of its npm package). A shell whose ``-c`` command merely
-    mentions the package is not the CLI."""
+    started by its own name) or an interpreter running the CLI's launcher (a file named like
+    the CLI, run by node, bun or deno or by its shebang, which names the process after it;
+    or a known script of its npm package). A shell whose ``-c`` command merely mentions the
+    package is not the CLI, nor another program given a file or name like the CLI's
+    (``man claude``, ``ssh codex``)."""
     if not argv:
         return None
     names = CLI_NAMES[source]
@@ -142,7 +146,9 @@ def cli_entry(argv: list[str], name: str, source: str) -> int | None:
     at = next((i for i, arg in enumerate(argv[1:], start=1) if not arg.startswith("-")), None)
     script = argv[at] if at is not None and argv[at - 1] not in EVAL_FLAGS else ""
     base = os.path.basename(script)
-    if base in names or (base in PACKAGE_SCRIPTS[source] and PACKAGE_DIRS[source] in script):
+    runs_launcher = name in names or _JS_RUNTIME_RE.match(os.path.basename(argv[0]))
+    if (base in names and runs_launcher) \
+            or (base in PACKAGE_SCRIPTS[source] and PACKAGE_DIRS[source] in script):
         return at
     return 0 if name in names else None
 
