@@ -401,6 +401,35 @@ def test_a_window_that_says_what_its_node_says_gives_no_second_record(tmp_path):
     conn.close()
 
 
+def test_a_row_dated_in_the_far_future_hides_no_later_update(tmp_path):
+    """One node and one window with ``updated_at`` at the end of time: the sessions updated
+    after them (a run killed, a window ended) are still read, in this run and after a
+    restart from a checkpoint saved by a reader that let its watermark jump there."""
+    db_path = tmp_path / "openclaw-agent.sqlite"
+    conn = make_db(db_path)
+    add_session(conn, GOOD_KEY, GOOD_SID, 1)
+    far = 2**53 - 1
+    add_node(conn, "agent:main:future", "future-sid", updated_at=far)
+    add_window(conn, "future-sid", "agent:main:future", updated_at=far)
+    source = SqliteAgentSource(str(db_path), "main")
+    first = [e for e in source.poll() if isinstance(e, SessionInfo)]
+    assert {e.key for e in first} == {GOOD_KEY, "agent:main:future"}
+    conn.execute("UPDATE session_nodes SET status = 'killed', updated_at = ? "
+                 "WHERE session_key = ?", (int(time.time() * 1000) + 1, GOOD_KEY))
+    infos = [e for e in source.poll() if isinstance(e, SessionInfo)]
+    assert [(e.key, e.status) for e in infos] == [(GOOD_KEY, "killed")]
+    assert not [e for e in source.poll() if isinstance(e, SessionInfo)]
+    saved = {**source.checkpoint(), "nodes": far, "windows": far}
+    source.close()
+    conn.execute("UPDATE session_windows SET status = 'done', updated_at = ? "
+                 "WHERE session_id = ?", (int(time.time() * 1000) + 1, GOOD_SID))
+    resumed = SqliteAgentSource(str(db_path), "main", resume=saved)
+    infos = [e for e in resumed.poll() if isinstance(e, SessionInfo)]
+    assert (GOOD_SID, "done") in {(e.session_id, e.status) for e in infos}
+    resumed.close()
+    conn.close()
+
+
 def test_check_row_accepts_only_the_declared_types():
     spec = (("key", "text"), ("updated_at", "int?"), ("label", "opt-text"))
     assert check_row(("k", 5, 3.5), spec) == ("k", 5, None)

@@ -53,7 +53,7 @@ from monitor.sources.saved import saved_int, saved_seqs
 from monitor.sources.sqlite_cold import ColdReader, has_cold_table
 from monitor.sources.sqlite_event_rows import EventRows
 from monitor.sources.sqlite_guard import stopping
-from monitor.sources.sqlite_index import SessionIndexRows
+from monitor.sources.sqlite_index import SessionIndexRows, now_ms, resumed_watermark
 from monitor.sources.sqlite_open import DatabaseConnection, is_busy
 from monitor.sources.sqlite_ro import type_name
 from monitor.sources.sqlite_split import SqliteSplitting
@@ -95,8 +95,11 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, UnreadSessions, Ev
         if resume:
             self.seq_cursor = saved_seqs(resume.get("seq"))
             self.row_watermark = saved_int(resume.get("rowid"), 0)
-            self.nodes_watermark = saved_int(resume.get("nodes"), -1, minimum=-1)
-            self.windows_watermark = saved_int(resume.get("windows"), -1, minimum=-1)
+            now = now_ms()
+            self.nodes_watermark = resumed_watermark(
+                saved_int(resume.get("nodes"), -1, minimum=-1), now)
+            self.windows_watermark = resumed_watermark(
+                saved_int(resume.get("windows"), -1, minimum=-1), now)
         self.busy_retries = 0
         self._conn: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None

@@ -1,7 +1,9 @@
 """An agent database's session index, ``session_nodes`` and ``session_windows``, as records.
 
 Rows updated since the last poll (the first poll reads them all) become ``SessionInfo``
-records; a row is given again only when what a record shows of it changed. Each row is
+records; a row is given again only when what a record shows of it changed. The watermark
+stays ``WATERMARK_LAG_MS`` behind the reader's clock (``advanced_watermark``): one row dated
+in the far future would otherwise hide every later update of every session. Each row is
 checked (``sqlite_ro.check_row``) before it is used: a bad one is reported once and skipped.
 Columns a schema lacks are read as NULL.
 
@@ -12,6 +14,7 @@ Columns a schema lacks are read as NULL.
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from monitor.events import SessionInfo
 from monitor.sources.legacy_index import IndexEntry, decode_index_entry
@@ -31,6 +34,27 @@ WINDOW_SPEC = (("session_id", "text"), ("session_key", "text"), ("status", "opt-
 
 
 _NO_ENTRY = IndexEntry()
+#: How far behind the reader's clock the watermarks stay (``advanced_watermark``).
+WATERMARK_LAG_MS = 5_000
+
+
+def now_ms() -> int:
+    """The reader's wall clock in milliseconds, the unit of ``updated_at``."""
+    return int(time.time() * 1000)
+
+
+def advanced_watermark(watermark: int, updated: int | None, now: int) -> int:
+    """The watermark after a row updated at ``updated`` was read: moved up to that time,
+    but never past ``now - WATERMARK_LAG_MS``. A row dated later is read again on every
+    poll (and given once, while it stays the same) instead of hiding the rows updated
+    before its date; the lag covers a row stamped before the poll and committed after it."""
+    return max(watermark, min(updated or 0, now - WATERMARK_LAG_MS))
+
+
+def resumed_watermark(saved: int, now: int) -> int:
+    """A checkpointed watermark, or -1 (read the whole index) for one past ``now``: no
+    reader saves one, and it would hide the updates made while the monitor was stopped."""
+    return -1 if saved > now else saved
 
 
 class SessionIndexRows:
@@ -65,6 +89,7 @@ class SessionIndexRows:
         no record: folded after it, it would change nothing (10,000 of them on a first
         scan)."""
         given: dict[str, tuple] = {}
+        now = now_ms()
         if {"session_key", "current_session_id"} <= self._columns.get("session_nodes", set()):
             sql = (f"SELECT {self._rowid['session_nodes']}, "
                    f"{self._select('session_nodes', NODE_COLUMNS)} FROM session_nodes "
@@ -84,7 +109,7 @@ class SessionIndexRows:
                     out.append(record)
                     given[record.session_id] = (record.key, record.status, record.model,
                                                 record.provider)
-                self.nodes_watermark = max(self.nodes_watermark, row[4] or 0)
+                self.nodes_watermark = advanced_watermark(self.nodes_watermark, row[4], now)
         if {"session_id", "session_key"} <= self._columns.get("session_windows", set()):
             sql = (f"SELECT {self._rowid['session_windows']}, "
                    f"{self._select('session_windows', WINDOW_COLUMNS)} "
@@ -106,7 +131,8 @@ class SessionIndexRows:
                                                model=model, provider=provider,
                                                status=status,
                                                origin=f"{self.path}#window:{sid}"))
-                self.windows_watermark = max(self.windows_watermark, updated or 0)
+                self.windows_watermark = advanced_watermark(self.windows_watermark, updated,
+                                                            now)
 
     def _session_from_node(self, row: tuple) -> SessionInfo | None:
         key, sid, entry_json, status, updated, label, display_name = row
