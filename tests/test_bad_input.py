@@ -442,6 +442,32 @@ def test_database_replaced_underneath_is_reopened_without_duplicates(tmp_path: P
     assert source.errors == 0
 
 
+def test_database_replaced_by_one_with_an_older_index_has_its_index_read(
+        tmp_path: Path) -> None:
+    """Another database moved to the path (a backup restored, a fresh install copied in):
+    its session rows are dated before the last one's, and are read all the same."""
+    path = tmp_path / "agent.sqlite"
+    db = AgentDb(path, journal="DELETE")
+    db.session(key="agent:main:before")
+    db.conn.execute("UPDATE session_nodes SET updated_at = ?", (int(time.time() * 1000),))
+    db.conn.execute("UPDATE session_windows SET updated_at = ?", (int(time.time() * 1000),))
+    db.close()
+    source = SqliteAgentSource(str(path), "main")
+    assert {e.key for e in source.poll() if isinstance(e, SessionInfo)} == {"agent:main:before"}
+    other_sid = "66666666-7777-8888-9999-000000000000"
+    replacement = AgentDb(tmp_path / "new.sqlite", journal="DELETE")
+    replacement.session(sid=other_sid, key="agent:main:restored")
+    replacement.call(1, sid=other_sid)
+    replacement.close()
+    os.replace(tmp_path / "new.sqlite", path)
+    events = source.poll()
+    assert call_ids(events) == ["call-1"]
+    assert {(e.key, e.session_id) for e in events if isinstance(e, SessionInfo)} == {
+        ("agent:main:restored", other_sid)}
+    assert source.errors == 0
+    source.close()
+
+
 def test_database_replaced_by_garbage_is_one_error_until_it_is_good_again(
         tmp_path: Path) -> None:
     path = tmp_path / "agent.sqlite"

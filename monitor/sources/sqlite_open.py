@@ -7,7 +7,8 @@ place of the database or its side files is refused before SQLite could block on 
 schema is read once per open (columns, NOT NULL columns, whether the index tables have a
 rowid); a newer schema is a notice, a database without transcript tables (schema v1 held
 auth profiles only) is one too. A database removed or replaced underneath is closed and
-opened again; one that fails to open is tried again only once its files change.
+opened again, its whole session index read anew; one that fails to open is tried again only
+once its files change.
 
 ``DatabaseConnection`` is a mixin of ``SqliteAgentSource``, sharing its state.
 """
@@ -90,7 +91,10 @@ class DatabaseConnection:
                                   shared=True))
             self._failed_on = self._file_versions()
             return False
-        self._conn, self._identity, self._columns = conn, (st.st_dev, st.st_ino), columns
+        identity = (st.st_dev, st.st_ino)
+        if self._identity is not None and identity != self._identity:
+            self._forget_index_times()
+        self._conn, self._identity, self._columns = conn, identity, columns
         self._not_null, self._text_is_utf8 = not_null, text_is_utf8
         self._immutable, self._opened_versions = immutable, versions
         quiet, self._quiet_reopen = self._quiet_reopen, False
@@ -120,6 +124,12 @@ class DatabaseConnection:
                 + ", ".join(sorted(missing)) + " (session index is still read)", shared=True,
             ))
         return True
+
+    def _forget_index_times(self) -> None:
+        """Another database now has the path (replaced, or removed and created again): its
+        index rows are dated by its own history, maybe before the last one's watermarks, so
+        all of them are read again (a row the last one gave as it is gives nothing)."""
+        self.nodes_watermark = self.windows_watermark = -1
 
     def _reopen_if_replaced(self, out: list) -> None:
         try:
