@@ -101,3 +101,20 @@ def test_what_is_kept_ahead_is_bounded(log, monkeypatch):
     source.parse_ahead()
     assert source.follower.state().offset == offset
     assert read_all(source) == read_all(small_steps(log))
+
+
+def test_a_message_holding_a_lone_surrogate_is_parsed_ahead_and_given_out(log):
+    """OpenClaw's JSON writes a lone surrogate of a tool's output as ``\\ud800``: the step
+    holding it cannot be packed, is kept as it is, and comes out in order (it ended
+    ``watch``'s catch-up with a traceback)."""
+    bad = (b'{"0":"{\\"subsystem\\":\\"agents/tools\\"}","1":"output \\ud800 cut",'
+           b'"_meta":{"logLevelName":"WARN"},"time":"2026-07-12T21:12:28.674Z"}\n')
+    log.write_bytes(log.read_bytes() + bad)
+    expected = read_all(small_steps(log))
+    source = small_steps(log)
+    source.parse_ahead()
+    while source.follower.behind:
+        source.parse_ahead()
+    given = read_all(source)
+    assert given == expected
+    assert [e.message for e in given if isinstance(e, GatewayNotice)][-1] == "output \ud800 cut"

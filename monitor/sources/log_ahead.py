@@ -63,8 +63,7 @@ class ParsedAhead:
             checkpoint_before: dict) -> None:
         if not events:
             return
-        packed = _PACK.encode(events) if all(type(e) is GatewayNotice for e in events) \
-            else events
+        packed = _packed(events)
         self._batches.append(Batch(packed, events_counted, errors_counted, log_bytes,
                                    checkpoint_before))
         self.kept_bytes += _size(packed)
@@ -82,6 +81,18 @@ class ParsedAhead:
     def clear(self) -> None:
         self._batches.clear()
         self.kept_bytes = self.log_bytes = 0
+
+
+def _packed(events: list) -> bytes | list:
+    """``events`` packed when all are notices and each can be: a message may hold a lone
+    surrogate (OpenClaw's JSON writes one as ``\\ud800``, and the model chooses a tool's
+    output), which msgpack's UTF-8 cannot hold; such a step is kept as it is."""
+    if not all(type(e) is GatewayNotice for e in events):
+        return events
+    try:
+        return _PACK.encode(events)
+    except UnicodeEncodeError:
+        return events
 
 
 def _size(events: bytes | list) -> int:
