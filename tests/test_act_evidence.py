@@ -325,3 +325,27 @@ def test_a_call_answered_without_a_pid_is_finished_and_one_with_a_pid_is_not():
     assert calls["done"].finished and calls["done"].result_pid is None
     assert not calls["bg"].finished and calls["bg"].result_pid == 4242
     assert not calls["open"].finished and calls["open"].result_ts is None
+
+
+def test_calls_with_huge_commands_and_ids_keep_little_and_still_match_their_shell(state):
+    """Each event may hold 4 MiB and compresses to a few kB: a small agent DB of such exec
+    calls held every command and id whole (400 events of each recent session, 1.6 GB a
+    session). Past ``KEPT_TEXT_CHARS`` they are kept as digests, and a shell running the
+    long command is still named by its call's command text."""
+    now = time.time()
+    long_id = "call-" + "i" * (512 << 10)
+    with agent_db(state) as writer:
+        for n in range(30):
+            add_exec(writer, "agent:main:big", f"{long_id}{n}",
+                     f"echo {n} " + "x" * (3 << 20), now - 20 + n * 0.1)
+        add_exec(writer, "agent:main:small", "call-small", "sleep 600", now - 1)
+    calls = recent_exec_calls(str(state), now=now)
+    assert len(calls) == 31
+    kept = sum(len(call.command) + len(call.call_id) for call in calls)
+    assert kept < 16 << 20          # 100 MB held before
+    assert {c.command for c in calls if c.session_key == "agent:main:small"} == {"sleep 600"}
+    running = shell("echo 29 " + "x" * (3 << 20), now - 17)
+    verdict = ev.judge(running, calls=calls)
+    assert [(c.kind, c.session_key) for c in verdict.claims] == [
+        ("command text", "agent:main:big")]
+    assert ev.judge(shell("echo 29 " + "x" * 10, now - 17), calls=calls).claims == ()

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from monitor.act.background_execs import BackgroundTask
-from monitor.act.exec_calls import ExecCall
+from monitor.act.exec_calls import ExecCall, kept_text
 from monitor.act.processes import ExecShell
 from monitor.act.record_values import epoch_number, valid_pid
 from monitor.act.runs import ExecPid
@@ -162,8 +162,9 @@ def judge(shell: ExecShell, *, reported: Iterable[ExecPid] = (),
                    if call.process_session
                    else "")))
     low, high = COMMAND_WINDOW
+    command = kept_text(shell.command)
     matches = sorted(((abs(call.ts - start), call) for call in calls
-                      if call.command == shell.command and not call.finished
+                      if call.command == command and not call.finished
                       and low <= call.ts - start <= high), key=lambda m: m[0])
     closest = _closest(matches)
     for gap, call in closest:

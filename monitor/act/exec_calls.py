@@ -10,11 +10,17 @@ They are read from the newest events of each session active recently in the agen
 era, from the end of each recently updated transcript (``agents/<id>/sessions/*.jsonl``,
 found through ``sessions.json``), read only. A row or a line that is not a transcript entry
 is skipped.
+
+A call's id and command are kept as they are up to ``KEPT_TEXT_CHARS``, and a longer one as
+its digest (``kept_text``): an event may hold 4 MiB, and 400 events of every recent session,
+each a small ``event_zstd`` blob, held gigabytes. Evidence compares commands by ``kept_text``
+of the shell's, so a long command still matches its own shell.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import sqlite3
 import time
@@ -37,6 +43,19 @@ RECENT_SECONDS = 6 * 3600
 EVENTS_PER_SESSION = 400
 TRANSCRIPT_TAIL_BYTES = 1 << 20  # legacy era: how much of a transcript's end is read
 BUSY_ATTEMPTS = 3
+#: Longest id or command kept as its text (``kept_text``): an exec shell's whole argv word
+#: is at most 128 KiB (Linux's ``MAX_ARG_STRLEN``), and the commands that run fit in it.
+KEPT_TEXT_CHARS = 128 << 10
+
+
+def kept_text(text: str) -> str:
+    """``text`` as a call's id or command is kept: itself up to ``KEPT_TEXT_CHARS``, else
+    ``"\\0sha256:"`` and its digest (no argv word holds a NUL, so no command read from a
+    process is taken for one)."""
+    if len(text) <= KEPT_TEXT_CHARS:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"\0sha256:{digest}"
 
 
 @dataclass(frozen=True)
@@ -206,18 +225,20 @@ def exec_calls_in(key: str, entries: Iterable[tuple[dict | None, float]]) -> lis
                         and part.get("name") == "exec"
                         and isinstance(part.get("arguments"), dict)
                         and isinstance(part["arguments"].get("command"), str)):
-                    calls[str(part.get("id"))] = ExecCall(key, str(part.get("id")),
-                                                          part["arguments"]["command"], ts)
+                    call_id = kept_text(str(part.get("id")))
+                    calls[call_id] = ExecCall(key, call_id,
+                                              kept_text(part["arguments"]["command"]), ts)
         elif message.get("role") == "toolResult" and isinstance(message.get("toolCallId"), str) \
-                and message["toolCallId"] in calls:
+                and kept_text(message["toolCallId"]) in calls:
             details = message.get("details") if isinstance(message.get("details"), dict) else {}
             pid = valid_pid(details.get("pid"))
-            call = calls[message["toolCallId"]]
+            call = calls[kept_text(message["toolCallId"])]
             if pid is not None:
                 process_session = details.get("sessionId")
                 calls[call.call_id] = ExecCall(
                     call.session_key, call.call_id, call.command, call.ts, pid,
-                    process_session if isinstance(process_session, str) else None, ts)
+                    kept_text(process_session) if isinstance(process_session, str) else None,
+                    ts)
             else:
                 calls[call.call_id] = replace(call, finished=True)
     return list(calls.values())
