@@ -77,6 +77,27 @@ def test_an_endless_view_in_place_of_the_transcripts_is_refused_at_once(tmp_path
     assert db.exists()
 
 
+def test_an_endless_view_in_place_of_task_runs_is_refused_by_the_kill_evidence(
+        tmp_path) -> None:
+    """The global DB's ``task_runs`` is read by every kill and hung check: an endless view
+    of that name held them until a stop signal came."""
+    state = tmp_path / "state"
+    global_db = state / "state" / "openclaw.sqlite"
+    global_db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(global_db)
+    conn.execute(f"""
+        CREATE VIEW task_runs(requester_session_key, run_id, task, started_at, created_at,
+                              task_kind, status) AS
+          {ENDLESS} SELECT '{KEY}', 'exec:x', 'sleep 600', 1, 1, 'exec', 'running'
+          FROM n WHERE x < 0""")
+    conn.close()
+    script = ("import sys; from monitor.act.background_execs import running_background_execs;"
+              " print(running_background_execs(sys.argv[1]))")
+    result = subprocess.run([sys.executable, "-c", script, str(state)], capture_output=True,
+                            text=True, timeout=30, cwd=str(REPO))
+    assert (result.returncode, result.stdout.strip()) == (0, "[]"), result.stderr
+
+
 def test_a_virtual_table_or_view_is_named_and_a_table_is_not(tmp_path) -> None:
     conn = sqlite3.connect(tmp_path / "x.sqlite")
     conn.executescript(f"""

@@ -3,8 +3,9 @@
 Agent DBs (``agents/<id>/agent/openclaw-agent.sqlite``) and the global DB
 (``state/openclaw.sqlite``) are opened with ``mode=ro`` (``immutable=1`` when a WAL
 database has no ``-wal``: nothing is created beside it), ``query_only``, with values capped
-at ``MAX_ROW_BYTES`` and a transcript table that is not an ordinary table refused
-(``sqlite_guard``): whoever can write under the state dir can write these files.
+at ``MAX_ROW_BYTES`` and a table read that is not an ordinary table refused (``sqlite_guard``:
+a view named ``task_runs`` that never ends held every kill): whoever can write under the
+state dir can write these files.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from monitor.sources.regular import check_sqlite_files
 from monitor.sources.sqlite_guard import guard, refuse_other_schema
 from monitor.sources.sqlite_open import MAX_ROW_BYTES
 from monitor.sources.sqlite_ro import read_only_uri
+
+#: The tables the evidence readers query, in either database: each must be an ordinary table.
+READ_TABLES = ("session_nodes", "transcript_events", "task_runs")
 
 
 def connect_read_only(path: str) -> sqlite3.Connection:
@@ -31,7 +35,7 @@ def connect_read_only(path: str) -> sqlite3.Connection:
     conn = guard(sqlite3.connect(uri, uri=True, timeout=2.0), MAX_ROW_BYTES)
     try:
         conn.execute("PRAGMA query_only=1")
-        refuse_other_schema(conn, ("session_nodes", "transcript_events"))
+        refuse_other_schema(conn, READ_TABLES)
     except sqlite3.Error:
         conn.close()
         raise
