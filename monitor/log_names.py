@@ -7,6 +7,12 @@ profile other than ``default`` ``openclaw-<profile, encoded>``: gateways of two 
 the dir, so each profile's log is told by its family, never by being the newest. A
 ``logging.file`` whose name has the default family's dated shape (``openclaw-2026-01-01.log``,
 or literally ``openclaw-YYYY-MM-DD.log``) rolls the same way in its own dir.
+
+A gateway names its file for the day it is in (``FUTURE_DAYS`` of time zones apart), so a
+file dated later is no gateway's, and a gateway's next file is named for a day from
+yesterday on (``logs_in`` with ``since``): whoever can write the dir could otherwise add one
+log to follow, and one descriptor held, every rescan, or keep a file of its own the newest
+so that the gateway's next one was never followed.
 """
 
 from __future__ import annotations
@@ -68,11 +74,35 @@ def todays_log(directory: str, family: str = DEFAULT_FAMILY) -> str:
     return os.path.join(directory, f"{family}-{time.strftime('%Y-%m-%d')}.log")
 
 
+#: Days past today (local) a gateway's log may be named for: its time zone may be ahead.
+FUTURE_DAYS = 2
+
+
+def log_date(path: str | None) -> str | None:
+    """The ``YYYY-MM-DD`` a dated log file's name holds, None for any other name."""
+    match = ROLLING_LOG_NAME.match(os.path.basename(path or ""))
+    return match.group(2) if match else None
+
+
+def local_date(days_from_now: float = 0) -> str:
+    """``YYYY-MM-DD`` of the local day ``days_from_now`` days from now."""
+    return time.strftime("%Y-%m-%d", time.localtime(time.time() + days_from_now * 86400))
+
+
 def newest_log_in(dirs: list[str], family: str = DEFAULT_FAMILY) -> str | None:
     """The newest-mtime dated log of ``family`` in ``dirs`` (not a numbered rotation, nor
-    another profile's): the gateway keeps writing to the file named for its start date, so
-    today's name can be stale."""
-    best: tuple[float, str] | None = None
+    another profile's, nor one dated more than ``FUTURE_DAYS`` ahead): the gateway keeps
+    writing to the file named for its start date, so today's name can be stale."""
+    found = logs_in(dirs, family)
+    return found[-1] if found else None
+
+
+def logs_in(dirs: list[str], family: str = DEFAULT_FAMILY, *,
+            since: str | None = None) -> list[str]:
+    """The dated logs of ``family`` in ``dirs`` named for a day up to ``FUTURE_DAYS`` ahead
+    and, with ``since``, not before that ``YYYY-MM-DD``, oldest mtime first."""
+    latest = local_date(FUTURE_DAYS)
+    found: list[tuple[float, str]] = []
     for directory in dirs:
         try:
             names = os.listdir(directory)
@@ -81,11 +111,13 @@ def newest_log_in(dirs: list[str], family: str = DEFAULT_FAMILY) -> str | None:
         for name in names:
             if family_of(name) != family:
                 continue
+            date = log_date(name) or ""
+            if date > latest or (since is not None and date < since):
+                continue
             path = os.path.join(directory, name)
             try:
                 mtime = os.stat(path).st_mtime
             except (OSError, ValueError):
                 continue
-            if best is None or (mtime, path) > best:
-                best = (mtime, path)
-    return best[1] if best else None
+            found.append((mtime, path))
+    return [path for _, path in sorted(found)]

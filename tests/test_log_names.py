@@ -128,3 +128,47 @@ def test_the_board_moves_to_the_next_days_log(tmp_path, monkeypatch):
         assert sources.log_path == str(logs / "openclaw-2026-11-29.log")
     finally:
         sources.close()
+
+
+def test_names_no_gateway_can_have_next_add_no_log_to_follow(tmp_path):
+    """Whoever can write the log dir (``/tmp/openclaw``) made every rescan, every 2 s, add
+    one more log to follow, and hold its descriptor, by creating a newer file: one dated
+    before yesterday or far ahead of today is no gateway's next log. Nor can a file of theirs
+    kept the newest stop the gateway's next day's log from being read."""
+    line = {"0": '{"subsystem":"gateway"}', "1": "today", "_meta": {"logLevelName": "INFO"}}
+    day = 86400
+    now = time.time()
+
+    def dated(offset: float):
+        return tmp_path / f"openclaw-{time.strftime('%Y-%m-%d', time.localtime(now + offset))}.log"
+
+    today = dated(0)
+    today.write_text(json.dumps(line) + "\n")
+    sources = SourceSet(log_path=str(today), rolling_log_dirs=(str(tmp_path),))
+    sources.poll()
+
+    def followed() -> list[str]:
+        return [s.path for s in sources.sources if s.kind == "gateway-log"]
+
+    try:
+        for n in range(1, 11):
+            for offset in (-(n + 1) * day, (3 + n) * day, 400 * day):
+                planted = dated(offset)
+                planted.write_text("planted\n")
+                os.utime(planted, (now + n,) * 2)
+            sources.rescan()
+            sources.poll()
+        assert followed() == [str(today)]
+        newest = dated(2 * day)
+        newest.write_text("planted\n")
+        os.utime(newest, (now + 100,) * 2)
+        sources.rescan()
+        sources.poll()
+        tomorrow = dated(day)
+        tomorrow.write_text(json.dumps({**line, "1": "tomorrow"}) + "\n")
+        os.utime(tomorrow, (now + 20,) * 2)
+        sources.rescan()
+        assert [n.message for n in sources.poll() if hasattr(n, "trace_id")] == ["tomorrow"]
+        assert followed() == [str(today), str(newest), str(tomorrow)]
+    finally:
+        sources.close()

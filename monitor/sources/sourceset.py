@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from monitor.log_names import DEFAULT_FAMILY, newest_log_in
+from monitor.log_names import DEFAULT_FAMILY, local_date, log_date, logs_in
 from monitor.sources.base import Source
 from monitor.sources.claude_code import ClaudeCodeSource, is_claude_code_entry
 from monitor.sources.codex import CodexSource, is_codex_entry
@@ -177,13 +177,18 @@ class SourceSet:
 
     def rescan(self) -> None:
         """Pick up agents (and their databases) created since the last scan, and the
-        gateway's next daily log file when the log was found by its rolling name."""
+        gateway's next daily log file when the log was found by its rolling name: every
+        dated log of its family named for a day from yesterday (or the log's own day, if
+        older) on, not only the newest, which anyone who can write the dir can make theirs
+        (``log_names``)."""
         self._last_scan = time.monotonic()
-        newest = newest_log_in(list(self.rolling_log_dirs), self.rolling_log_family) \
-            if self.rolling_log_dirs else None
-        if newest and f"gateway-log:{os.path.abspath(newest)}" not in self._known:
-            self.log_path = newest
-            self._add(GatewayLogSource(newest))
+        if self.rolling_log_dirs:
+            since = min(log_date(self.log_path) or local_date(-1), local_date(-1))
+            for path in logs_in(list(self.rolling_log_dirs), self.rolling_log_family,
+                                since=since):
+                if f"gateway-log:{os.path.abspath(path)}" not in self._known:
+                    self.log_path = path
+                    self._add(GatewayLogSource(path))
         if not self.state_dir:
             return
         root = os.path.join(self.state_dir, "agents")
