@@ -430,6 +430,42 @@ def test_a_row_dated_in_the_far_future_hides_no_later_update(tmp_path):
     conn.close()
 
 
+def test_a_transcript_table_without_rowid_is_read_once_through(tmp_path):
+    """A ``transcript_events`` declared ``WITHOUT ROWID`` (its rows clustered by its primary
+    key) has no rowid to search: every read of it failed (``no such column: rowid``) and no
+    transcript was read. It is swept instead: each row read once, a bad one reported once."""
+    state = tmp_path / "state"
+    db_path = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    db_path.parent.mkdir(parents=True)
+    ddl = re.sub(r"(CREATE TABLE IF NOT EXISTS transcript_events \(.*?\)) STRICT;",
+                 r"\1 STRICT, WITHOUT ROWID;", AGENT_DDL, flags=re.DOTALL)
+    assert "WITHOUT ROWID" in ddl
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.executescript(ddl)
+    add_session(conn, GOOD_KEY, GOOD_SID, 2)
+    source = SqliteAgentSource(str(db_path), "main")
+    events = source.poll()
+    assert [e.call_id for e in events if isinstance(e, ToolCall)] == [
+        f"{GOOD_KEY}-call-1", f"{GOOD_KEY}-call-2"]
+    assert not [e for e in events if isinstance(e, SourceError)]
+    add_session(conn, OTHER_KEY, OTHER_SID, 1)
+    add_row(conn, GOOD_SID, 3, assistant_tool_call(f"{GOOD_KEY}-call-3", 3))
+    conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at) "
+                 "VALUES (?, ?, ?, ?)", (GOOD_SID, 4, "{not json", NOW_MS))
+    events = source.poll() + source.poll() + source.poll()
+    assert sorted(e.call_id for e in events if isinstance(e, ToolCall)) == [
+        f"{GOOD_KEY}-call-3", f"{OTHER_KEY}-call-1"]
+    assert [e.where for e in events if isinstance(e, SourceError)] == [f"{GOOD_SID}:4"]
+    source.close()
+    conn.close()
+    (tmp_path / "empty.log").write_text("")
+    result = run_cli(tmp_path, "replay", "--json", "--state-dir", str(state),
+                     "--log", str(tmp_path / "empty.log"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    sessions = {s["key"]: s for s in json.loads(result.stdout)["sessions"]}
+    assert (sessions[GOOD_KEY]["tool_calls"], sessions[OTHER_KEY]["tool_calls"]) == (3, 1)
+
+
 def test_check_row_accepts_only_the_declared_types():
     spec = (("key", "text"), ("updated_at", "int?"), ("label", "opt-text"))
     assert check_row(("k", 5, 3.5), spec) == ("k", 5, None)

@@ -178,7 +178,8 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, UnreadSessions, Ev
         units: dict[str, tuple[int, list]] = {}
         try:
             found = self._conn.execute(
-                "SELECT session_id, count(*), max(seq), max(rowid) FROM transcript_events "
+                "SELECT session_id, count(*), max(seq), "
+                f"max({self._rowid.get('transcript_events', 'rowid')}) FROM transcript_events "
                 "GROUP BY session_id").fetchall()
             for sid, count, top_seq, top_rowid in found:
                 if isinstance(sid, str):

@@ -44,7 +44,8 @@ class EventRows:
                         if {"event_zstd", "event_utf8_bytes"} <= self._columns.get(
                             "transcript_events", set()) else "NULL, NULL")
         event_json = "CAST(event_json AS BLOB)" if self._text_is_utf8 else "event_json"
-        return (f"SELECT seq, {event_json}, {zstd_columns}, rowid FROM transcript_events "
+        rowid = self._rowid.get("transcript_events", "rowid")
+        return (f"SELECT seq, {event_json}, {zstd_columns}, {rowid} FROM transcript_events "
                 "WHERE session_id = ? AND seq > ? ORDER BY seq")
 
     def read_row(self, sid: str, row: tuple, out: list) -> int:
@@ -52,7 +53,8 @@ class EventRows:
         size (``_emit_row``)."""
         seq, event_json, event_zstd, utf8_bytes, rowid = row
         if sql_int(seq) is None:            # text, blob, real or out of range: after ints
-            self._bad_row(out, "transcript_events", rowid, (sid, seq),
+            named = rowid if rowid is not None else (sid, type_name(seq), seq)  # no rowid
+            self._bad_row(out, "transcript_events", named, (sid, seq),
                           f"seq is {type_name(seq)}, not an integer in range", shared=False)
             return 0
         size = 0
@@ -121,7 +123,8 @@ class EventRows:
         found, or its seq is not an integer past the cursor (the session is read no
         further now)."""
         cursor = self.seq_cursor.get(sid, -1)
-        ahead = conn.execute("SELECT seq, rowid FROM transcript_events WHERE session_id = ? "
+        rowid = self._rowid.get("transcript_events", "rowid")
+        ahead = conn.execute(f"SELECT seq, {rowid} FROM transcript_events WHERE session_id = ? "
                              "AND seq > ? ORDER BY seq LIMIT 2", (sid, cursor)).fetchall()
         for seq, rowid in ahead:
             try:

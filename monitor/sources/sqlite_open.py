@@ -4,7 +4,7 @@ The database is opened with a ``mode=ro`` URI (``query_only`` too) and nothing i
 beside it: a WAL database without its ``-wal``/``-shm`` is opened ``immutable=1`` and opened
 again, quietly, once they appear or the file changes (``sqlite_ro``). A FIFO or device in
 place of the database or its side files is refused before SQLite could block on it. The
-schema is read once per open (columns, NOT NULL columns, whether the index tables have a
+schema is read once per open (columns, NOT NULL columns, whether the tables read have a
 rowid); a newer schema is a notice, a database without transcript tables (schema v1 held
 auth profiles only) is one too. A database removed or replaced underneath is closed and
 opened again, its whole session index read anew; one that fails to open is tried again only
@@ -80,7 +80,8 @@ class DatabaseConnection:
             columns = {table: {row[1] for row in rows} for table, rows in info.items()}
             not_null = {table: {row[1] for row in rows if row[3]} for table, rows in info.items()}
             self._rowid = {table: "rowid" if columns[table] and has_rowid(conn, table)
-                           else "NULL" for table in ("session_nodes", "session_windows")}
+                           else "NULL" for table in ("session_nodes", "session_windows",
+                                                     "transcript_events")}
         except (sqlite3.DatabaseError, NotRegularFile) as exc:
             if conn is not None:
                 conn.close()

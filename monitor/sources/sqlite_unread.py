@@ -5,7 +5,9 @@ for it. Between sweeps it is fed by the rows past the rowid high-water mark (a r
 search, no index scan). A sweep, on the first poll after an open, every ``sweep_seconds``
 and whenever the highest rowid falls below the mark, adds every session whose ``MAX(seq)``
 is past its cursor: this covers rowid reuse, a VACUUM that renumbered rows and a resume
-from a checkpoint.
+from a checkpoint. A ``WITHOUT ROWID`` table has no range to search: between sweeps the
+sessions running and those the index gave this poll are looked up in its key instead, and
+its rows are named by ``session_id:seq``.
 
 ``backlog_bytes`` estimates what is left without a query: the pending sessions' unread seq
 range (OpenClaw allocates seqs densely) times the average decoded row size read so far.
@@ -19,16 +21,19 @@ from __future__ import annotations
 import sqlite3
 import time
 
+from monitor.events import SessionInfo
 from monitor.sources.sqlite_ro import sql_int, type_name
 
 #: Average decoded row size assumed for ``backlog_bytes`` until a row has been read.
 ASSUMED_ROW_BYTES = 1024
 #: Sessions with rows past the rowid high-water mark: a rowid range search, no index scan.
 NEW_ROWS_SQL = "SELECT session_id, seq, rowid FROM transcript_events WHERE rowid > ?"
-#: Every session's highest seq and rowid: a scan of the (session_id, seq) index.
-SWEEP_SQL = "SELECT session_id, max(seq), max(rowid) FROM transcript_events GROUP BY session_id"
+#: Every session's highest seq and rowid (``{rowid}``: ``rowid``, or ``NULL`` for a table
+#: without one): a scan of the (session_id, seq) index.
+SWEEP_SQL = ("SELECT session_id, max(seq), max({rowid}) FROM transcript_events "
+             "GROUP BY session_id")
 #: The sweep of some sessions (``only_sessions``): a search of the index for each.
-SWEEP_SOME_SQL = ("SELECT session_id, max(seq), max(rowid) FROM transcript_events "
+SWEEP_SOME_SQL = ("SELECT session_id, max(seq), max({rowid}) FROM transcript_events "
                   "WHERE session_id IN ({marks}) GROUP BY session_id")
 #: Session ids bound to one ``SWEEP_SOME_SQL`` (SQLite allows 999 on builds before 3.32).
 SWEEP_IDS_PER_QUERY = 500
@@ -62,13 +67,22 @@ class UnreadSessions:
         seq seen for it. A sweep, when due, finds every such session, so the rowid range
         is only searched between sweeps."""
         found: dict[str, tuple[int, int]] = {}
-        top = sql_int(conn.execute("SELECT max(rowid) FROM transcript_events").fetchone()[0],
-                      low=-(2**63), high=2**63 - 1) or 0
+        has_rowid = self._rowid.get("transcript_events", "rowid") == "rowid"
+        top = 0
+        if has_rowid:
+            top = sql_int(conn.execute("SELECT max(rowid) FROM transcript_events").fetchone()[0],
+                          low=-(2**63), high=2**63 - 1) or 0
         now = time.monotonic()
         if now - self._last_sweep >= self.sweep_seconds or top < self.row_watermark:
             self._last_sweep = now
             self._swept = True
             for sid, max_seq, last_rowid in self._sweep(conn):
+                if max_seq is not None:
+                    self._note_candidate(found, sid, max_seq, last_rowid, out)
+        elif not has_rowid:
+            looked_at = self.running_sessions | {
+                record.session_id for record in out if isinstance(record, SessionInfo)}
+            for sid, max_seq, last_rowid in self._sweep(conn, looked_at):
                 if max_seq is not None:
                     self._note_candidate(found, sid, max_seq, last_rowid, out)
         elif top > self.row_watermark:
@@ -77,19 +91,23 @@ class UnreadSessions:
         self.row_watermark = top
         return found
 
-    def _sweep(self, conn: sqlite3.Connection):
-        """Every session's highest seq and rowid, or only those of ``only_sessions`` when the
-        source reads just some (a shard of a replay, one session's timeline): then each is
-        looked up in the index instead of every shard scanning all of it. An id that is not
-        UTF-8 (``is_utf8``) names no row and is left out."""
+    def _sweep(self, conn: sqlite3.Connection, some: set[str] | None = None):
+        """Every session's highest seq and rowid, or only those of ``some`` and of
+        ``only_sessions`` when the source reads just some (a shard of a replay, one session's
+        timeline): then each is looked up in the index instead of every shard scanning all
+        of it. An id that is not UTF-8 (``is_utf8``) names no row and is left out."""
         wanted = self.only_sessions
+        if some is not None:
+            wanted = some if wanted is None else some & wanted
+        rowid = self._rowid.get("transcript_events", "rowid")
         if wanted is None:
-            yield from conn.execute(SWEEP_SQL)
+            yield from conn.execute(SWEEP_SQL.format(rowid=rowid))
             return
         ids = sorted(sid for sid in wanted if is_utf8(sid))
         for start in range(0, len(ids), SWEEP_IDS_PER_QUERY):
             chunk = ids[start:start + SWEEP_IDS_PER_QUERY]
-            yield from conn.execute(SWEEP_SOME_SQL.format(marks=",".join("?" * len(chunk))),
+            yield from conn.execute(SWEEP_SOME_SQL.format(rowid=rowid,
+                                                          marks=",".join("?" * len(chunk))),
                                     chunk)
 
     def _note_candidate(self, found: dict, sid, seq, rowid, out: list) -> None:
