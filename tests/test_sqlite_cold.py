@@ -517,3 +517,38 @@ def read_from(sid: str, events: list) -> list:
 
 def _some_session(state: Path) -> str:
     return session_ids(state)[2]
+
+
+def test_a_cold_table_without_rowid_is_read(tmp_path):
+    """A cold table declared ``WITHOUT ROWID`` (its key is the session id): listing it
+    failed (``no such column: rowid``) on every poll the database changed, after which the
+    database was closed and opened again, and no archive was ever read."""
+    from chaos_writer import AGENT_DDL, assistant_tool_call
+    from test_hostile_sqlite import add_row, add_session
+
+    from monitor.events import ToolCall
+
+    state = tmp_path / "state"
+    (state / AGENT_DB).parent.mkdir(parents=True)
+    conn = sqlite3.connect(state / AGENT_DB, isolation_level=None)
+    conn.executescript(AGENT_DDL)
+    conn.executescript(COLD_DDL.replace(") STRICT;", ") STRICT, WITHOUT ROWID;"))
+    sids = {"file": "11111111-0000-0000-0000-000000000001",
+            "sqlite": "11111111-0000-0000-0000-000000000002",
+            "hot": "11111111-0000-0000-0000-000000000003"}
+    for name, sid in sids.items():
+        add_session(conn, f"agent:main:{name}", sid, 2)
+    for storage in ("file", "sqlite"):
+        cold_store(state, sids[storage], storage)
+    source = SqliteAgentSource(str(state / AGENT_DB), "main")
+    events = []
+    for n in range(10):
+        add_row(conn, sids["hot"], 3 + n, assistant_tool_call(f"hot-{n}", 3 + n))
+        events += source.poll()
+    source.close()
+    conn.close()
+    assert [e for e in events if isinstance(e, SourceError)] == []
+    calls = Counter(e.call_id for e in events if isinstance(e, ToolCall))
+    assert set(calls.values()) == {1}
+    assert {c.rsplit("-", 1)[0] for c in calls} == {
+        "agent:main:file-call", "agent:main:sqlite-call", "agent:main:hot-call", "hot"}

@@ -53,8 +53,9 @@ COLUMNS = ("session_id", "generation", "archive_name", "archive_sha256", "event_
 SPEC = (("session_id", "text"), ("generation", "text"), ("archive_name", "text"),
         ("archive_sha256", "text"), ("event_count", "int"), ("raw_bytes", "int"),
         ("archive_bytes", "int"), ("last_seq", "int"), ("storage", "text"))
-LIST_SQL = (f"SELECT rowid, {', '.join(COLUMNS)}, length(archive_blob), typeof(archive_blob) "
-            f"FROM {COLD_TABLE}")
+#: ``{rowid}``: ``rowid``, or ``NULL`` for a table declared ``WITHOUT ROWID``.
+LIST_SQL = (f"SELECT {{rowid}}, {', '.join(COLUMNS)}, length(archive_blob), "
+            f"typeof(archive_blob) FROM {COLD_TABLE}")
 
 
 class ColdArchiveError(Exception):
@@ -100,15 +101,18 @@ def has_cold_table(columns: dict[str, set[str]]) -> bool:
     return {*COLUMNS, "archive_blob"} <= columns.get(COLD_TABLE, set())
 
 
-def list_archives(conn, directory: str, bad_row) -> dict[str, ColdArchive]:
+def list_archives(conn, directory: str, bad_row, rowid: str = "rowid"
+                  ) -> dict[str, ColdArchive]:
     """Every row of the cold table (no blob is read), by session id. ``bad_row(rowid, raw,
-    message)`` is told of a row whose values are not of their kinds."""
+    message)`` is told of a row whose values are not of their kinds (a table without a
+    rowid names it by its session id's type and value). ``rowid``: ``rowid`` or ``NULL``."""
     found: dict[str, ColdArchive] = {}
-    for raw in conn.execute(LIST_SQL):
+    for raw in conn.execute(LIST_SQL.format(rowid=rowid)):
         try:
             row = check_row(raw[1:len(COLUMNS) + 1], SPEC)
         except BadRow as exc:
-            bad_row(raw[0], raw, str(exc))
+            named = raw[0] if raw[0] is not None else (type(raw[1]).__name__, raw[1])
+            bad_row(named, raw, str(exc))
             continue
         blob_bytes = raw[-2] if raw[-1] == "blob" else None
         archive = ColdArchive(*row, blob_bytes=blob_bytes)
@@ -312,7 +316,8 @@ class ColdReader:
         """Find the archives not read yet at their version (a table scan, no blob)."""
         self.due.clear()
         archives = list_archives(conn, self.directory, lambda rowid, raw, message:
-                                 self.source._bad_row(out, COLD_TABLE, rowid, raw, message))
+                                 self.source._bad_row(out, COLD_TABLE, rowid, raw, message),
+                                 self.source._rowid.get(COLD_TABLE, "rowid"))
         for sid, archive in archives.items():
             if not self.source.wants_session(sid):
                 continue
@@ -364,7 +369,8 @@ class ColdReader:
         """``transcript_units`` of the cold sessions: their raw bytes, and the archive's
         identity (name, digest, storage, file version) for the replay cache."""
         units: dict[str, tuple[int, list]] = {}
-        for sid, archive in list_archives(conn, self.directory, lambda *_: None).items():
+        for sid, archive in list_archives(conn, self.directory, lambda *_: None,
+                                          self.source._rowid.get(COLD_TABLE, "rowid")).items():
             units[sid] = (max(0, min(archive.raw_bytes, MAX_COLD_ARCHIVE_BYTES)),
                           ["cold", *archive.version()])
         return units

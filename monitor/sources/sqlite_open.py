@@ -81,7 +81,7 @@ class DatabaseConnection:
             not_null = {table: {row[1] for row in rows if row[3]} for table, rows in info.items()}
             self._rowid = {table: "rowid" if columns[table] and has_rowid(conn, table)
                            else "NULL" for table in ("session_nodes", "session_windows",
-                                                     "transcript_events")}
+                                                     "transcript_events", COLD_TABLE)}
         except (sqlite3.DatabaseError, NotRegularFile) as exc:
             if conn is not None:
                 conn.close()
