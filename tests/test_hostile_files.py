@@ -316,6 +316,39 @@ def test_watch_headless_exits_within_2s_of_a_signal_beside_hostile_files(tmp_pat
     assert len(refusal_records(child.lines)) == len(refused), "one refusal per path"
 
 
+def test_a_fifo_made_the_journal_of_an_open_database_holds_nothing(tmp_path):
+    """SQLite opens a rollback database's ``-journal`` at every read to see whether it is
+    hot: a FIFO put there once the database was open held ``watch`` in that open for ever,
+    past SIGTERM. It is refused as at an open, and the database read again once it goes."""
+    state = tmp_path / "state"
+    db = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.executescript(AGENT_DDL)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.execute("INSERT INTO session_nodes (session_key, current_session_id, entry_json, "
+                 "entry_valid, updated_at, status) VALUES ('agent:main:a', 's1', '{}', 1, 1, "
+                 "'running')")
+    conn.close()
+    child = Child(clawwatch("watch", "--headless", "--json", "--no-checkpoint", "--state-dir",
+                           str(state), "--log", str(tmp_path / "no.log")), tmp_path)
+    journal = Path(str(db) + "-journal")
+    try:
+        child.wait_for(lambda lines: any('"session"' in line for line in lines), 30,
+                       "the session read")
+        os.mkfifo(journal)
+        child.wait_for(lambda lines: len(refusal_records(lines)) == 1, 30,
+                       "the refusal of the journal")
+        assert str(journal) in refusal_records(child.lines)[0]["message"]
+        journal.unlink()
+        opened = sum('"opened read-only' in line for line in child.lines)
+        child.wait_for(lambda lines: sum('"opened read-only' in line for line in lines)
+                       > opened, 30, "the database opened again")
+        assert child.stop_within(signal.SIGTERM) < EXIT_SECONDS
+    finally:
+        child.kill()
+
+
 def big_transcript(sessions: Path, megabytes: int) -> Path:
     sid = "cccccccc-0000-4000-8000-000000000000"
     path = sessions / f"{sid}.jsonl"

@@ -133,6 +133,8 @@ class SqliteAgentSource(DatabaseConnection, SessionIndexRows, UnreadSessions, Ev
             self._failed_on = None
         if self._conn is None and not self._open(out):
             return out
+        if not self._files_still_regular(out):
+            return out
         conn = self._conn
         assert conn is not None
         pending: list = []

@@ -57,11 +57,7 @@ class DatabaseConnection:
         try:
             check_sqlite_files(self.path)   # never a FIFO or a device: SQLite would block
         except OSError as exc:
-            message = exc.strerror if isinstance(exc, NotRegularFile) else str(exc)
-            where = getattr(exc, "path", None) or self.path
-            out.append(self.error("open", f"cannot open the database: {where}: {message}",
-                                  shared=True))
-            self._failed_on = self._file_versions()
+            self._refuse_files(out, exc)
             return False
         versions = self._file_versions()
         conn = None
@@ -125,6 +121,30 @@ class DatabaseConnection:
                 + ", ".join(sorted(missing)) + " (session index is still read)", shared=True,
             ))
         return True
+
+    def _files_still_regular(self, out: list) -> bool:
+        """Whether the open database's files are still regular files. SQLite opens a
+        ``-journal`` at every read to see whether it is hot: a FIFO put there after the open
+        held that read, and the process past any stop signal, until something wrote to it.
+        When one is not, the connection is closed and the fault reported as at an open."""
+        try:
+            check_sqlite_files(self.path)
+        except FileNotFoundError:
+            return True                     # the database itself: ``_reopen_if_replaced``
+        except OSError as exc:
+            self._close()
+            self._refuse_files(out, exc)
+            return False
+        return True
+
+    def _refuse_files(self, out: list, exc: OSError) -> None:
+        """Report a database, or a side file of it, that SQLite must not be given (a FIFO, a
+        device), once: it is tried again only once its files change."""
+        message = exc.strerror if isinstance(exc, NotRegularFile) else str(exc)
+        where = getattr(exc, "path", None) or self.path
+        out.append(self.error("open", f"cannot open the database: {where}: {message}",
+                              shared=True))
+        self._failed_on = self._file_versions()
 
     def _forget_index_times(self) -> None:
         """Another database now has the path (replaced, or removed and created again): its
