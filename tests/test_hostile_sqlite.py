@@ -466,6 +466,32 @@ def test_a_transcript_table_without_rowid_is_read_once_through(tmp_path):
     assert (sessions[GOOD_KEY]["tool_calls"], sessions[OTHER_KEY]["tool_calls"]) == (3, 1)
 
 
+def test_compressed_events_are_read_without_a_decoded_size_column(tmp_path):
+    """A schema with ``event_zstd`` but no ``event_utf8_bytes``: each compressed event was
+    read as 'row has neither event_json nor event_zstd', and its call lost."""
+    import zstandard
+
+    db_path = tmp_path / "openclaw-agent.sqlite"
+    conn = make_db(db_path)
+    conn.executescript("""
+        DROP TABLE transcript_events;
+        CREATE TABLE transcript_events (session_id TEXT NOT NULL, seq INTEGER NOT NULL,
+          event_json TEXT, event_zstd BLOB, created_at INTEGER NOT NULL,
+          PRIMARY KEY (session_id, seq));""")
+    add_session(conn, GOOD_KEY, GOOD_SID, 1)
+    blob = zstandard.ZstdCompressor().compress(
+        dumps(assistant_tool_call(f"{GOOD_KEY}-call-2", 2)).encode())
+    conn.execute("INSERT INTO transcript_events (session_id, seq, event_zstd, created_at) "
+                 "VALUES (?, 2, ?, ?)", (GOOD_SID, blob, NOW_MS))
+    source = SqliteAgentSource(str(db_path), "main")
+    events = source.poll()
+    assert [e.call_id for e in events if isinstance(e, ToolCall)] == [
+        f"{GOOD_KEY}-call-1", f"{GOOD_KEY}-call-2"]
+    assert not [e for e in events if isinstance(e, SourceError)]
+    source.close()
+    conn.close()
+
+
 def test_check_row_accepts_only_the_declared_types():
     spec = (("key", "text"), ("updated_at", "int?"), ("label", "opt-text"))
     assert check_row(("k", 5, 3.5), spec) == ("k", 5, None)

@@ -36,13 +36,14 @@ class EventRows:
     """Reads a session's transcript rows into events, advancing its seq cursor."""
 
     def rows_sql(self) -> str:
-        """The query of one session's rows past a seq, in seq order. In a UTF-8 database the
-        event JSON is read as the bytes it is stored as, as a legacy transcript's lines are:
-        the decoder takes them as they are, and a text that is not UTF-8 is an error of its
-        row when it is decoded."""
-        zstd_columns = ("event_zstd, event_utf8_bytes"
-                        if {"event_zstd", "event_utf8_bytes"} <= self._columns.get(
-                            "transcript_events", set()) else "NULL, NULL")
+        """The query of one session's rows past a seq, in seq order. A column the schema
+        lacks is read as NULL: a blob without its decoded size is still decoded, within
+        ``MAX_EVENT_BYTES``. In a UTF-8 database the event JSON is read as the bytes it is
+        stored as, as a legacy transcript's lines are: the decoder takes them as they are,
+        and a text that is not UTF-8 is an error of its row when it is decoded."""
+        columns = self._columns.get("transcript_events", set())
+        zstd_columns = ", ".join(name if name in columns else "NULL"
+                                 for name in ("event_zstd", "event_utf8_bytes"))
         event_json = "CAST(event_json AS BLOB)" if self._text_is_utf8 else "event_json"
         rowid = self._rowid.get("transcript_events", "rowid")
         return (f"SELECT seq, {event_json}, {zstd_columns}, {rowid} FROM transcript_events "
