@@ -39,6 +39,7 @@ def cmd_watch(args) -> int:
     from monitor.pipeline import Monitor, history_cutoff
     from monitor.restart import ReportedBefore, rewound
     from monitor.sources.checkpoint import (
+        CheckpointInUse,
         CheckpointPathError,
         CheckpointStore,
         default_checkpoint_path,
@@ -63,9 +64,14 @@ def cmd_watch(args) -> int:
             codex_dirs=found.codex_dirs))
         try:
             store.check_writable()
+            store.claim()
         except CheckpointPathError as exc:
             raise SetupError(f"clawwatch watch: {exc} (give --checkpoint FILE or "
                              "--no-checkpoint)") from None
+        except CheckpointInUse as exc:
+            note(f"clawwatch watch: {exc}; this one neither reads nor writes it (give it "
+                 "a --checkpoint FILE of its own)")
+            store = None
     resume = store.load() if store else None
     if store is not None and store.unreadable:
         note(unreadable_checkpoint_note(store))
@@ -101,6 +107,8 @@ def cmd_watch(args) -> int:
         if server is not None:
             server.close()
         sources.close()
+        if store is not None:
+            store.release()
     for failure in sources.stream_failures():
         print(printable(f"clawwatch: {failure}"), file=sys.stderr)
         return 2

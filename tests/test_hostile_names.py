@@ -111,7 +111,7 @@ def test_watch_keeps_its_checkpoint_for_a_state_dir_whose_path_is_not_utf8(tmp_p
                           str(tmp_path / "none.log"))
         assert watched.returncode == 0, watched.stderr[-2000:]
         assert "Traceback" not in watched.stdout + watched.stderr
-    checkpoints = list((tmp_path / "home" / ".state" / "clawwatch" / "checkpoints").iterdir())
+    checkpoints = list((tmp_path / "home" / ".state" / "clawwatch" / "checkpoints").glob("*.json"))
     assert len(checkpoints) == 1
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -11,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from monitor import untrusted_json
-from monitor.sources.regular import file_kind, open_regular_file
+from monitor.sources.regular import OPEN_FLAGS, file_kind, open_regular_file
 
 CHECKPOINT_VERSION = 1
 #: A checkpoint larger than this is not read: one position per file is ~200 bytes, so this
@@ -19,12 +20,18 @@ CHECKPOINT_VERSION = 1
 MAX_CHECKPOINT_BYTES = 64 << 20
 #: What a checkpoint that cannot be read is renamed to, so the next save does not destroy it.
 UNREADABLE_SUFFIX = ".unreadable"
+#: Beside the checkpoint: the file the watch that saves it holds locked (``claim``).
+LOCK_SUFFIX = ".lock"
 #: A save that keeps failing (a full disk) is reported again at most this often.
 FAILURE_REPORT_SECONDS = 300.0
 
 
 class CheckpointPathError(Exception):
     """The checkpoint cannot be written where it is asked for; the message says why."""
+
+
+class CheckpointInUse(Exception):
+    """Another process (another ``watch``) holds the checkpoint's lock."""
 
 
 class UnreadableCheckpoint(Exception):
@@ -57,6 +64,45 @@ class CheckpointStore:
         self.path = path
         #: Why the last ``load`` found a file it could not use, or None.
         self.unreadable: str | None = None
+        self._lock_fd: int | None = None
+
+    def claim(self) -> None:
+        """Take the checkpoint for this process: the lock file beside it, ``flock``-ed until
+        ``release`` or until the process ends, however it ends. Two watches saving one
+        checkpoint overwrite each other's positions, and the one restarted from a position
+        the other saved never reports what only the other read. ``CheckpointInUse`` when
+        another process holds it; ``CheckpointPathError`` when the lock file cannot be
+        opened (not a regular file, not ours to write)."""
+        lock = self.path + LOCK_SUFFIX
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | OPEN_FLAGS, 0o600)
+        except OSError as exc:
+            raise CheckpointPathError(f"checkpoint {self.path}: cannot lock {lock}: "
+                                      f"{exc.strerror or exc}") from None
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise CheckpointPathError(f"checkpoint {self.path}: cannot lock {lock}: not "
+                                          f"a regular file ({file_kind(mode)})")
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise CheckpointInUse(f"checkpoint {self.path} is in use by another "
+                                  "clawwatch watch") from None
+        except OSError as exc:
+            os.close(fd)
+            raise CheckpointPathError(f"checkpoint {self.path}: cannot lock {lock}: "
+                                      f"{exc.strerror or exc}") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        self._lock_fd = fd
+
+    def release(self) -> None:
+        """Let go of what ``claim`` took (the lock file stays, for the next watch)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     def load(self) -> dict | None:
         """The saved sources; None when there is no checkpoint, or one that cannot be used
