@@ -399,11 +399,17 @@ if "--follow" in sys.argv:
 """
 
 
-def fake_journalctl(tmp_path: Path, lines: list[str]) -> Path:
+def fake_journalctl(tmp_path: Path, lines: list[str], *, ignores_sigterm: bool = False) -> Path:
+    """A ``journalctl`` that writes ``lines``; one that ``ignores_sigterm`` stands for one
+    stuck where a signal does not reach it (a journal on a hung disk)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     script = bin_dir / "journalctl"
-    script.write_text(FAKE_JOURNALCTL.replace("{python}", sys.executable))
+    text = FAKE_JOURNALCTL.replace("{python}", sys.executable)
+    if ignores_sigterm:
+        text = text.replace("import json, os, sys, time\n", "import json, os, sys, time\n"
+                            "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n")
+    script.write_text(text)
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     (bin_dir / "lines.jsonl").write_text("".join(line + "\n" for line in lines))
     return bin_dir
@@ -463,6 +469,27 @@ def test_journal_watch_follows_journalctl_and_terminates_it(tmp_path):
             again.wait()
     argv = json.loads((bin_dir / "argv.json").read_text().splitlines()[1])
     assert "--after-cursor=s=1;i=2" in argv
+
+
+def test_journal_watch_ends_within_2s_of_sigterm_when_journalctl_ignores_it(tmp_path):
+    bin_dir = fake_journalctl(tmp_path, [journal_entry(console_line(
+        "diagnostic", UNINDEXED_LOOP, level="error"), priority="3", cursor="s=1;i=1")],
+        ignores_sigterm=True)
+    env = clean_env(tmp_path, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--journal",
+         "openclaw-gateway.service", "--no-checkpoint"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path), env=env)
+    try:
+        read_json_lines_until(proc, is_critical)
+        child = int((bin_dir / "pid").read_text())
+        assert stop_within(proc, 2.0) < 2.0
+        assert proc.returncode == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not alive(child), "journalctl was left running"
 
 
 def test_journal_replay_reads_the_unit_to_its_end(tmp_path):

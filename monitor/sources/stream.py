@@ -19,8 +19,9 @@ stays open, such a line is read once it has stood still for ``partial_line_grace
 and its rest (if the writer completes it later) is skipped.
 
 ``journalctl`` runs as a child (``-o json``, ``--follow`` when watching); it is terminated
-when the source is closed. Its journal cursor (``__CURSOR`` of the last entry read) is the
-checkpoint, and a restarted watch goes on ``--after-cursor`` it.
+when the source is closed, and killed if it has not ended ``CLOSE_GRACE_SECONDS`` later. Its
+journal cursor (``__CURSOR`` of the last entry read) is the checkpoint, and a restarted watch
+goes on ``--after-cursor`` it.
 """
 
 from __future__ import annotations
@@ -51,7 +52,11 @@ QUEUE_CHUNKS = 64
 SELECT_SECONDS = 0.2
 #: How long a ``to_eof`` poll waits for the first chunk before returning.
 REPLAY_WAIT_SECONDS = 0.1
+#: How long journalctl has to exit once its output ended.
 TERMINATE_SECONDS = 2.0
+#: How long journalctl has to end on SIGTERM when the source is closed, before SIGKILL: a
+#: stopping watch closes it after its last reads, and ends within 2 s of its own signal.
+CLOSE_GRACE_SECONDS = 0.3
 STDERR_KEPT = 2000
 CURSOR_RE = re.compile(r"^[A-Za-z0-9=;_.:-]{1,1024}$")
 UNIT_RE = re.compile(r"^[^\x00-\x1f\x7f]{1,256}$")
@@ -315,7 +320,7 @@ class JournalSource(StreamLogSource):
         if self.child.poll() is None:
             self.child.terminate()
             try:
-                self.child.wait(timeout=TERMINATE_SECONDS)
+                self.child.wait(timeout=CLOSE_GRACE_SECONDS)
             except subprocess.TimeoutExpired:
                 self.child.kill()
                 self.child.wait()
