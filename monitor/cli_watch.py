@@ -19,8 +19,9 @@ from monitor.cli_setup import (
     source_set,
     start_metrics_if_asked,
 )
-from monitor.discovery import rolling_log
+from monitor.discovery import Discovered, rolling_log
 from monitor.display import json_dumps, printable
+from monitor.log_names import every_days_log
 from monitor.records import (
     ActionRecord,
     ErrorRecord,
@@ -60,7 +61,7 @@ def cmd_watch(args) -> int:
     store = None
     if not args.no_checkpoint:
         store = CheckpointStore(args.checkpoint or default_checkpoint_path(
-            found.state_dir, stream or found.log_path, claude_dirs=found.claude_dirs,
+            found.state_dir, stream or checkpoint_log_name(found), claude_dirs=found.claude_dirs,
             codex_dirs=found.codex_dirs))
         try:
             store.check_writable()
@@ -113,6 +114,15 @@ def cmd_watch(args) -> int:
         print(printable(f"clawwatch: {failure}"), file=sys.stderr)
         return 2
     return 0
+
+
+def checkpoint_log_name(found: Discovered) -> str | None:
+    """The log as the default checkpoint's name holds it: a dated log found by its rolling
+    name is every day's file (``every_days_log``), so a watch restarted after the gateway moved
+    to the next day's file resumes from the checkpoint it saved the day before."""
+    if found.log_is_rolling:
+        return every_days_log(found.log_dirs, found.log_family)
+    return found.log_path
 
 
 def cmd_demo(args) -> int:

@@ -69,6 +69,13 @@ def rolls(configured: str) -> bool:
     return name == DATE_PLACEHOLDER_NAME or family_of(name) == DEFAULT_FAMILY
 
 
+def every_days_log(dirs: list[str], family: str = DEFAULT_FAMILY) -> str:
+    """What names every day's file of a dated log in ``dirs`` at once: each dir's
+    ``<family>-YYYY-MM-DD.log``, joined by ``os.pathsep``. A checkpoint named after it is still
+    found after the gateway moved to the next day's file."""
+    return os.pathsep.join(os.path.join(d, f"{family}-YYYY-MM-DD.log") for d in dirs)
+
+
 def todays_log(directory: str, family: str = DEFAULT_FAMILY) -> str:
     """``<directory>/<family>-<today, local>.log``: where such a gateway writes today."""
     return os.path.join(directory, f"{family}-{time.strftime('%Y-%m-%d')}.log")

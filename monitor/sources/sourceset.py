@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from monitor.log_names import DEFAULT_FAMILY, local_date, log_date, logs_in
+from monitor.log_names import DEFAULT_FAMILY, family_of, local_date, log_date, logs_in
 from monitor.sources.base import Source
 from monitor.sources.claude_code import ClaudeCodeSource, is_claude_code_entry
 from monitor.sources.codex import CodexSource, is_codex_entry
@@ -90,6 +90,7 @@ class SourceSet:
         self._log_held = False
         self._stopping = False
         self._polled: set[int] = set()
+        self._add_earlier_days(log_path)
         if log_path:
             saved = self._resume.pop(f"gateway-log:{os.path.abspath(log_path)}", {})
             try:
@@ -133,6 +134,25 @@ class SourceSet:
                 source.transcript_owners = self._transcript_owners
                 if source.only_files is None:       # it lists the whole dir
                     self._transcript_owners.add_dir(source.path)
+
+    def _add_earlier_days(self, log_path: str | None) -> None:
+        """The earlier days' files of the dated log that the checkpoint names, each from its
+        saved position, before ``log_path``: the gateway moved to the next day's file while
+        the monitor was stopped, and what it wrote to the earlier one after the checkpoint is
+        read too (a file gone since holds nothing left to read)."""
+        dirs = {os.path.abspath(d) for d in self.rolling_log_dirs}
+        current = os.path.abspath(log_path) if log_path else None
+        for key in sorted(k for k in self._resume if k.startswith("gateway-log:")):
+            path = key.partition(":")[2]
+            if path == current or os.path.dirname(path) not in dirs \
+                    or family_of(path) != self.rolling_log_family or not os.path.isfile(path):
+                continue
+            try:
+                follower = FollowerState.from_json(self._resume[key].get("follower"))
+            except ValueError:
+                continue
+            del self._resume[key]
+            self._add(GatewayLogSource(path, resume=follower))
 
     def _resume_for(self, kind: str, path: str) -> dict | None:
         return self._resume.pop(f"{kind}:{os.path.abspath(path)}", None)
