@@ -399,9 +399,11 @@ if "--follow" in sys.argv:
 """
 
 
-def fake_journalctl(tmp_path: Path, lines: list[str], *, ignores_sigterm: bool = False) -> Path:
+def fake_journalctl(tmp_path: Path, lines: list[str], *, ignores_sigterm: bool = False,
+                    scans_on: bool = False) -> Path:
     """A ``journalctl`` that writes ``lines``; one that ``ignores_sigterm`` stands for one
-    stuck where a signal does not reach it (a journal on a hung disk)."""
+    stuck where a signal does not reach it (a journal on a hung disk), one that ``scans_on``
+    after them, even without ``--follow``, for one scanning a large journal for more."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     script = bin_dir / "journalctl"
@@ -409,6 +411,8 @@ def fake_journalctl(tmp_path: Path, lines: list[str], *, ignores_sigterm: bool =
     if ignores_sigterm:
         text = text.replace("import json, os, sys, time\n", "import json, os, sys, time\n"
                             "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n")
+    if scans_on:
+        text = text.replace('if "--follow" in sys.argv:', "if True:")
     script.write_text(text)
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     (bin_dir / "lines.jsonl").write_text("".join(line + "\n" for line in lines))
@@ -490,6 +494,38 @@ def test_journal_watch_ends_within_2s_of_sigterm_when_journalctl_ignores_it(tmp_
             proc.kill()
             proc.wait()
     assert not alive(child), "journalctl was left running"
+
+
+@pytest.mark.parametrize(("command", "signum"), [
+    (["replay", "--json"], signal.SIGTERM),
+    (["watch", "--headless", "--json", "--no-checkpoint"], signal.SIGKILL),
+], ids=["replay-SIGTERM", "watch-SIGKILL"])
+def test_journalctl_ends_with_a_clawwatch_that_could_not_close_it(tmp_path, command, signum):
+    bin_dir = fake_journalctl(tmp_path, [journal_entry(console_line("gateway", "ready"))],
+                              ignores_sigterm=True, scans_on=True)
+    env = clean_env(tmp_path, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    proc = subprocess.Popen([sys.executable, "-m", "monitor", *command, "--journal", "openclaw"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=str(tmp_path), env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not (bin_dir / "pid").exists() or not (bin_dir / "pid").read_text():
+            assert time.monotonic() < deadline, "journalctl not started"
+            time.sleep(0.05)
+        child = int((bin_dir / "pid").read_text())
+        proc.send_signal(signum)
+        proc.wait(timeout=5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    deadline = time.monotonic() + 2
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ended = not alive(child)
+    if not ended:
+        os.kill(child, signal.SIGKILL)
+    assert ended, "journalctl was left reading"
 
 
 def test_journal_replay_reads_the_unit_to_its_end(tmp_path):

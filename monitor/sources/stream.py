@@ -19,18 +19,22 @@ stays open, such a line is read once it has stood still for ``partial_line_grace
 and its rest (if the writer completes it later) is skipped.
 
 ``journalctl`` runs as a child (``-o json``, ``--follow`` when watching); it is terminated
-when the source is closed, and killed if it has not ended ``CLOSE_GRACE_SECONDS`` later. Its
-journal cursor (``__CURSOR`` of the last entry read) is the checkpoint, and a restarted watch
-goes on ``--after-cursor`` it.
+when the source is closed, and killed if it has not ended ``CLOSE_GRACE_SECONDS`` later, or
+at once when clawwatch ends without closing it (killed, or a ``replay`` ended by SIGTERM): a
+``journalctl -u`` scanning a large journal writes nothing for minutes, and would read on
+for nobody until its next write. Its journal cursor (``__CURSOR`` of the last entry read) is
+the checkpoint, and a restarted watch goes on ``--after-cursor`` it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import re
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -39,6 +43,7 @@ from collections.abc import Callable
 
 from monitor import untrusted_json
 from monitor.events import SourceNotice
+from monitor.lifetime import end_with_parent
 from monitor.sources.gateway_log import LogLineSource
 from monitor.sources.line_split import split_lines
 from monitor.sources.tail import (
@@ -253,8 +258,10 @@ class JournalSource(StreamLogSource):
             argv.append(f"--after-cursor={cursor}")
         self._stderr = tempfile.TemporaryFile()
         try:
-            self.child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                          stderr=self._stderr, close_fds=True)
+            self.child = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr,
+                close_fds=True,
+                preexec_fn=functools.partial(end_with_parent, os.getpid(), signal.SIGKILL))
         except OSError as exc:
             self._stderr.close()
             raise StreamSetupError(f"clawwatch: --journal: cannot run {program}: "
