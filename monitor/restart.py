@@ -14,6 +14,7 @@ costs what the board's first scan costs.
 from __future__ import annotations
 
 import os
+import re
 
 from monitor.sources.regular import open_regular
 from monitor.sources.saved import saved_seqs
@@ -27,6 +28,9 @@ from monitor.sources.tail_state import (
 
 #: Checkpoint keys of sources that are read again from their start on a restart.
 REWOUND_KINDS = ("jsonl", "sqlite")
+#: What follows ``DATABASE#`` in a row's origin: its session and seq, and the index of a
+#: call within the row.
+_SESSION_SEQ = re.compile(r"(.*):(\d{1,20})(?:#\d+)?", re.DOTALL)
 
 
 def rewound(checkpoint: dict | None) -> dict | None:
@@ -55,24 +59,36 @@ class ReportedBefore:
             self._files.update(saved_positions(value.get("files")))
             for sid, seq in saved_seqs(value.get("seq")).items():
                 self._seqs[(path, sid)] = seq
+        self._databases = {database for database, _ in self._seqs}
 
     def __call__(self, event) -> bool:
         origin = getattr(event, "origin", "")
         if not isinstance(origin, str) or not origin:
             return False
         path, at, where = origin.rpartition("@")
-        if at:
-            saved = self._files.get(path)
+        saved = self._files.get(path) if at else None
+        if saved is not None:
             offset = _number(where.partition("#")[0])
-            return saved is not None and offset is not None and offset < saved.offset \
+            return offset is not None and offset < saved.offset \
                 and self._is_saved_file(path, saved)
-        database, hash_, where = origin.partition("#")
-        sid, colon, seq = where.rpartition(":")
-        if not (hash_ and colon):
-            return False
-        saved_seq = self._seqs.get((database, sid))
-        number = _number(seq.partition("#")[0])
-        return saved_seq is not None and number is not None and number <= saved_seq
+        return self._row_before_saved_seq(origin)
+
+    def _row_before_saved_seq(self, origin: str) -> bool:
+        """Whether ``origin``, ``DATABASE#SESSION:SEQ`` (``#INDEX`` after it for a call of
+        that row), names a row at or before its session's saved seq. A database's path may
+        hold ``#`` or ``@`` (a home dir ``/home/me@corp.example``), and a session id anything:
+        the database is one the checkpoint names that ``origin`` starts with, and the seq is
+        read from the end."""
+        hash_ = origin.find("#")
+        while hash_ != -1:
+            database = origin[:hash_]
+            if database in self._databases:
+                row = _SESSION_SEQ.fullmatch(origin, hash_ + 1)
+                if row is not None:
+                    saved_seq = self._seqs.get((database, row.group(1)))
+                    return saved_seq is not None and int(row.group(2)) <= saved_seq
+            hash_ = origin.find("#", hash_ + 1)
+        return False
 
     def _is_saved_file(self, path: str, saved: FollowerState) -> bool:
         """Whether the file at ``path`` is the one the checkpoint saw, up to its saved

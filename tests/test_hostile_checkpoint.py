@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -179,6 +180,22 @@ def test_lines_appended_after_the_checkpoint_are_reported_once(tmp_path):
     with transcript.open("a") as handle:
         handle.write(dumps(assistant_tool_call("appended", 9)) + "\n")
     assert calls_after_restart(state, log, checkpoint) == ["appended"]
+
+
+@pytest.mark.parametrize("home", ["me@corp.example", "dir#1", "a@b#c:2"])
+def test_a_restart_in_a_dir_whose_path_holds_at_or_hash_reports_nothing_again(tmp_path, home):
+    """A home dir ``/home/me@corp.example`` (SSSD's default for a domain user) put an ``@``
+    in every agent database's row origins, which were then taken for a file's: every call
+    of every database was reported again on each restart."""
+    state, log = make_state(tmp_path / home)
+    checkpoint = checkpointed(state, log)
+    assert calls_after_restart(state, log, checkpoint) == []
+    db = state / "agents" / "sq" / "agent" / "openclaw-agent.sqlite"
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at) "
+                 "VALUES (?, 4, ?, 1)", (DB_SID, dumps(assistant_tool_call("s4", 4))))
+    conn.close()
+    assert calls_after_restart(state, log, checkpoint) == ["s4"]
 
 
 def one_gib_of_nothing(path: Path) -> None:
