@@ -537,15 +537,30 @@ def free_bytes(path: Path) -> int:
     return shutil.disk_usage(probe).free
 
 
+def clear_eras(out: Path) -> None:
+    """Remove what an earlier run wrote under ``out``, its manifest first: a run stopped
+    half-way (SIGTERM, a full disk) must not leave the last run's manifest beside a state it
+    does not describe, where the benchmarks would take it as the truth."""
+    (out / "manifest.json").unlink(missing_ok=True)
+    for era in ("sqlite", "legacy"):
+        shutil.rmtree(out / era, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def write_manifest(out: Path, document: dict) -> None:
+    """``manifest.json``, written whole (a temporary file renamed into place), last."""
+    temporary = out / ".manifest.json.tmp"
+    temporary.write_text(json.dumps(document))
+    temporary.replace(out / "manifest.json")
+
+
 def generate(args: argparse.Namespace) -> dict:
     out = Path(args.out)
     estimate = int((sum(args.big_mb) * 1e6 + args.sessions * 70_000) * 2.6)
     if free_bytes(out) < estimate:
         raise SystemExit(f"gen_large_state: {out} has {free_bytes(out) / 1e9:.1f} GB free; "
                          f"about {estimate / 1e9:.1f} GB are needed")
-    for era in ("sqlite", "legacy"):
-        shutil.rmtree(out / era, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
+    clear_eras(out)
     rng = random.Random(args.seed)
     pool = TextPool(random.Random(args.seed + 1))
     sqlite_era = SqliteEra(out / "sqlite")
@@ -599,7 +614,7 @@ def generate(args: argparse.Namespace) -> dict:
         writer.close()
     document = {"seed": args.seed, "sessions": manifest, "totals": totals,
                 "generate_seconds": round(time.monotonic() - started, 1)}
-    (out / "manifest.json").write_text(json.dumps(document))
+    write_manifest(out, document)
     return document
 
 

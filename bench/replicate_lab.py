@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shutil
 import sys
 import time
 from datetime import UTC, datetime
@@ -28,11 +27,13 @@ from gen_large_state import (
     LegacyEra,
     SessionPlan,
     SqliteEra,
+    clear_eras,
     free_bytes,
     print_sizes,
     session_entry,
     trajectory_rows,
     tx,
+    write_manifest,
     write_openclaw_config,
 )
 
@@ -97,9 +98,7 @@ def replicate(args: argparse.Namespace) -> dict:
     if free_bytes(out) < args.mb * 1e6 * 2.6:
         raise SystemExit(f"replicate_lab: {out} has {free_bytes(out) / 1e9:.1f} GB free; "
                          f"about {args.mb * 2.6 / 1e3:.1f} GB are needed")
-    for era in ("sqlite", "legacy"):
-        shutil.rmtree(out / era, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
+    clear_eras(out)
     sources = [read_transcript(name) for name in REAL_TRANSCRIPTS]
     sqlite_era, legacy_era = SqliteEra(out / "sqlite"), LegacyEra(out / "legacy")
     for era in ("sqlite", "legacy"):
@@ -147,7 +146,7 @@ def replicate(args: argparse.Namespace) -> dict:
     legacy_era.close()
     document = {"seed": 0, "sessions": manifest, "totals": totals,
                 "generate_seconds": round(time.monotonic() - started, 1)}
-    (out / "manifest.json").write_text(json.dumps(document))
+    write_manifest(out, document)
     return document
 
 

@@ -4,6 +4,7 @@ instead of filling the disk; what ``replicate_lab.py`` writes replays to its man
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,24 @@ def test_replicated_lab_transcripts_replay_to_the_manifest_in_both_eras(tmp_path
         assert sum(source["errors"] for source in document["sources"]) == 0
         findings = {f["detector"] for s in document["sessions"] for f in s["findings"]}
         assert {"generic_repeat", "ping_pong"} <= findings      # the lab's loops, repeated
+
+
+def test_a_generation_stopped_half_way_leaves_no_manifest_of_an_earlier_one(tmp_path):
+    """The benchmarks take ``manifest.json`` as the truth about the state beside it: a run
+    stopped by SIGTERM left the previous run's manifest beside its half-written state."""
+    out = tmp_path / "out"
+    subprocess.run([sys.executable, str(GENERATOR), "--out", str(out), "--sessions", "5",
+                    "--big-mb", "0.1"], check=True, capture_output=True, timeout=120)
+    assert (out / "manifest.json").exists()
+    again = subprocess.Popen([sys.executable, str(GENERATOR), "--out", str(out), "--sessions",
+                              "3000", "--big-mb", "0.1"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert "/3001 sessions" in again.stderr.readline()     # under way
+        again.send_signal(signal.SIGTERM)
+        again.wait(timeout=30)
+    finally:
+        if again.poll() is None:
+            again.kill()
+            again.wait()
+    assert not (out / "manifest.json").exists()
