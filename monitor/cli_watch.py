@@ -4,6 +4,7 @@ secret in them masked."""
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sys
@@ -159,14 +160,25 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def emit_records(records: list[Record], as_json: bool, out=sys.stdout) -> None:
-    """The records as lines; every output has its secrets masked."""
-    if as_json:
-        out.writelines(json_dumps(redacted_json(record), default=str) + "\n"
-                       for record in records)
-    else:
-        out.writelines(_human_line(redacted(record)) + "\n" for record in records)
-    out.flush()
+def emit_records(records: list[Record], as_json: bool, out=None) -> None:
+    """The records as lines (to standard output unless ``out`` is given); every output has
+    its secrets masked. With standard output closed (``>&-``) they are written nowhere, as
+    ``print`` writes nothing; a terminal that was closed (``EIO``) is a reader gone, as a
+    broken pipe is."""
+    out = sys.stdout if out is None else out
+    if out is None:
+        return
+    try:
+        if as_json:
+            out.writelines(json_dumps(redacted_json(record), default=str) + "\n"
+                           for record in records)
+        else:
+            out.writelines(_human_line(redacted(record)) + "\n" for record in records)
+        out.flush()
+    except OSError as exc:
+        if exc.errno != errno.EIO:
+            raise
+        raise BrokenPipeError(errno.EPIPE, "the terminal was closed") from None
 
 
 def _human_line(record: Record) -> str:
