@@ -52,11 +52,23 @@ def run_live(monitor: Monitor, emit: Callable[[list[Record]], None], *,
 
     Output is written before the checkpoint that covers it is saved, so a
     crash can repeat the last batch but never lose it; a clean stop (signal,
-    deadline) saves the checkpoint last and so repeats nothing on restart. A save
-    that fails is an ``error`` record (source ``checkpoint``), and watching goes on.
+    deadline) saves the checkpoint last and so repeats nothing on restart. Output that
+    fails (its reader gone: a broken pipe) ends the loop without that last save, so the
+    batch that was not written is reported again on restart. A save that fails is an
+    ``error`` record (source ``checkpoint``), and watching goes on.
     """
     sources = monitor.sources
     saver = CheckpointSaver(store) if store else None
+    output_failed = False
+    write = emit
+
+    def emit(records: list[Record]) -> None:
+        nonlocal output_failed
+        try:
+            write(records)
+        except BaseException:
+            output_failed = True
+            raise
 
     def save_checkpoint() -> None:
         failure = saver.save(sources.checkpoint())
@@ -123,5 +135,5 @@ def run_live(monitor: Monitor, emit: Callable[[list[Record]], None], *,
                 emit(step())
     finally:
         waker.close()
-        if saver:
+        if saver and not output_failed:
             save_checkpoint()

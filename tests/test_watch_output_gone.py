@@ -1,7 +1,8 @@
 """``watch --headless`` whose output goes away: standard output closed from the start
 (``>&-``), or its terminal closed while it runs. Neither ends in a traceback: a closed
 standard output is written nowhere (as ``print`` writes nothing), and a terminal closed under
-it ends the watch as a reader gone from a pipe does, its checkpoint saved."""
+it ends the watch as a reader gone from a pipe does. The batch a gone reader did not get is
+reported again after a restart."""
 
 from __future__ import annotations
 
@@ -81,4 +82,40 @@ def test_a_watch_whose_terminal_is_closed_ends_cleanly(tmp_path):
         said = stderr.read()
     assert "Traceback" not in said and "Exception" not in said, said
     assert proc.returncode == 0, said
-    assert json.loads(checkpoint.read_text())["version"] == 1
+
+
+def test_the_batch_a_gone_reader_did_not_get_is_reported_after_a_restart(tmp_path):
+    """``watch --json | forwarder``: the forwarder ends, the watch's next write fails and it
+    ends too. It saved its checkpoint past the batch it could not write, and a restart
+    never reported those calls."""
+    state, log = make_state(tmp_path)
+    checkpoint = tmp_path / "cp.json"
+    argv = watch_argv(state, log, checkpoint, "--json", "--poll", "0.2")
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=write_end,
+                            stderr=subprocess.PIPE, text=True, env=clean_env(tmp_path),
+                            cwd=str(tmp_path))
+    os.close(write_end)
+    transcript = state / "agents" / "main" / "sessions" / f"{SID}.jsonl"
+    try:
+        with os.fdopen(read_end) as reader:
+            while "caught up" not in proc.stderr.readline():
+                assert proc.poll() is None, proc.stderr.read()
+            with transcript.open("a") as handle:
+                handle.write(dumps(assistant_tool_call("read", 9)) + "\n")
+            while '"read"' not in reader.readline():
+                assert proc.poll() is None, proc.stderr.read()
+        with transcript.open("a") as handle:       # the reader is gone
+            handle.write(dumps(assistant_tool_call("unread", 10)) + "\n")
+        assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    again = subprocess.run([*argv, "--seconds", "1"], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=60, env=clean_env(tmp_path),
+                           cwd=str(tmp_path))
+    assert again.returncode == 0, again.stderr
+    calls = [r["call_id"] for r in map(json.loads, again.stdout.splitlines())
+             if r["type"] == "tool_call"]
+    assert calls == ["unread"]
