@@ -7,6 +7,7 @@ damaged anywhere (a flipped digit, a cut, a disk's garbage) no longer matches an
 no file at all, a miss. Against someone who can write the user's cache dir a digest stored
 beside the payload proves nothing (they can write both), and nothing local would: the payload
 is checked for its shape too, so such a file gives a wrong document at worst, never a crash.
+A temporary file that a replay killed while writing left behind is removed by a later write.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
+import time
 from pathlib import Path
 
 from monitor.sources.regular import open_regular_file
@@ -22,6 +25,9 @@ from monitor.sources.regular import open_regular_file
 #: The longest header line read: a file with no newline before it is not sealed (an older
 #: format's file is one JSON line, and is read no further).
 MAX_HEADER_BYTES = 256
+#: A temporary file not written to for this long was left by a replay that was killed while
+#: it wrote (SIGTERM, SIGKILL, a power cut): a file being written changes every moment.
+STALE_TEMPORARY_SECONDS = 3600.0
 
 
 def write_whole(path: Path, pieces: list[bytes], prefix: str = ".replay-") -> bool:
@@ -30,6 +36,7 @@ def write_whole(path: Path, pieces: list[bytes], prefix: str = ".replay-") -> bo
     time, so its callers go on without it."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        remove_stale_temporaries(path.parent, prefix)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
         try:
             with os.fdopen(handle, "wb") as out:
@@ -41,6 +48,27 @@ def write_whole(path: Path, pieces: list[bytes], prefix: str = ".replay-") -> bo
     except OSError:
         return False
     return True
+
+
+def remove_stale_temporaries(directory: Path, prefix: str) -> None:
+    """Remove the temporary files (``prefix``…``.tmp``) in ``directory`` that replays killed
+    while writing left behind, each as large as the file it was to become: nothing else
+    removes them. One written to within ``STALE_TEMPORARY_SECONDS`` is another replay's, at
+    work."""
+    stale_before = time.time() - STALE_TEMPORARY_SECONDS
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        if not (entry.name.startswith(prefix) and entry.name.endswith(".tmp")):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and st.st_mtime < stale_before:
+                os.unlink(entry.path)
+        except OSError:
+            continue
 
 
 def write_sealed(path: Path, file_format: int, pieces: list[bytes]) -> None:

@@ -311,3 +311,20 @@ def test_concurrent_replays_each_get_the_document_and_leave_a_whole_cache(dirs, 
                            check=True).stdout
     assert again == expected
     assert not list((env_cache / "clawwatch" / "replay").glob(".replay-*")), "no temp files"
+
+
+def test_a_temporary_file_a_killed_replay_left_is_removed_by_the_next(dirs, tmp_path):
+    """A replay killed while it wrote a cache file (SIGTERM, SIGKILL) left its temporary file,
+    as large as the cache file, for ever: each such kill added one. The next replay that
+    writes removes those no one has written to for an hour, not one at work."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    left = cache / ".replay-killed1.tmp"
+    left.write_bytes(b'{"format":2,"blake2b":"' + b"0" * 4096)
+    hours_ago = left.stat().st_mtime - 2 * 3600
+    os.utime(left, (hours_ago, hours_ago))
+    at_work = cache / ".replay-atwork.tmp"
+    at_work.write_bytes(b"{")
+    assert run(dirs / "sqlite", cache) == cold(dirs / "sqlite", tmp_path)
+    assert not left.exists()
+    assert at_work.exists()
