@@ -106,6 +106,38 @@ def test_burn_rate_absolute_threshold(tmp_path):
     assert [level for level, _, _ in script.of("burn_rate")] == ["warning"]
 
 
+def test_a_clock_stepped_back_does_not_make_a_steady_session_a_runaway(tmp_path):
+    """1,000 tokens a minute, then the host's clock steps back an hour: the window starts
+    over at the new time, and the rate stays what the session burns."""
+    engine = engine_with(tmp_path, "detection:\n  burn_rate:\n"
+                                   "    warning_tokens_per_minute: 3000\n"
+                                   "    critical_tokens_per_minute: 5000\n")
+    script = Script(engine)
+    for step in range(20):
+        if step == 10:
+            script.tick(-3600.0)
+        script.tick(59.0)
+        script.assistant(usage=Usage(input=990, output=10, total=1000))
+    assert script.of("burn_rate") == []
+    assert engine.burn(script.session_id).tokens_per_minute < 1500
+
+
+def test_a_record_from_the_far_future_does_not_inflate_the_rate(tmp_path):
+    engine = engine_with(tmp_path, "detection:\n  burn_rate:\n"
+                                   "    critical_tokens_per_minute: 5000\n")
+    script = Script(engine)
+    for step in range(20):
+        script.tick(59.0)
+        if step == 5:
+            future = script.ts
+            script.ts += 10 * 365 * 86400.0
+            script.assistant(usage=Usage(input=990, output=10, total=1000))
+            script.ts = future
+            continue
+        script.assistant(usage=Usage(input=990, output=10, total=1000))
+    assert script.of("burn_rate") == []
+
+
 def test_diminishing_returns_on_continuations():
     script = Script()
     script.user("Write the design document for the storage layer, with examples.")

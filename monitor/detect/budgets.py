@@ -36,10 +36,19 @@ class BurnMeter:
         self.messages = 0
 
     def add(self, ts: float, tokens: int, window_seconds: int) -> None:
+        """Account ``tokens`` used at ``ts``. A time further back than a bucket before the
+        newest sample (a clock stepped back, a record out of order) starts the window over
+        at ``ts``: kept, the newer samples would never expire and the window's span, newest
+        minus oldest, would go negative, so every token since the step would count as used
+        within one minute and a steady session would read as a runaway."""
         self.total += tokens
-        self.window_tokens += tokens
         resolution = window_seconds / BUCKETS_PER_WINDOW
-        if self.samples and 0 <= ts - self.samples[-1][0] < resolution:
+        if self.samples and ts - self.samples[-1][0] < -resolution:
+            self.samples.clear()
+            self.window_tokens = 0
+            self.messages = 0
+        self.window_tokens += tokens
+        if self.samples and -resolution <= ts - self.samples[-1][0] < resolution:
             self.samples[-1][1] += tokens
             self.samples[-1][2] += 1
         else:
