@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -120,12 +121,51 @@ def test_each_rewritten_regex_and_its_gate(text):
 @given(text=texts)
 def test_a_digest_hashes_the_masked_json_text(text):
     """``digest`` encodes with msgspec, not ``json.dumps``: for JSON's own values the text,
-    so the key, is the same."""
+    so the key, is the same. The masks see its control characters raw (``raw_escapes``)."""
     body = {"text": text, "details": {"n": [1, None, True], "z": text[:5]}, "error": False}
     dumped = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    expected = hashlib.sha256(utf8(original_mask(dumped))).hexdigest()[:32]
+    expected = hashlib.sha256(utf8(original_mask(raw_escapes(dumped)))).hexdigest()[:32]
     assert Normaliser().digest(body) == expected
     assert REMEMBERING.digest(body) == REMEMBERING.digest(body) == expected
+
+
+def raw_escapes(dumped: str) -> str:
+    """JSON text read escape by escape: a control character's escape becomes the character,
+    an escaped backslash NUL (``\\u0000`` and the other escapes stay)."""
+    def raw(match: re.Match) -> str:
+        escape = match[1]
+        if escape == "\\":
+            return "\x00"
+        if escape in "ntrbf":
+            return {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}[escape]
+        if escape.startswith("u00") and 0 < int(escape[1:], 16) < 0x20:
+            return chr(int(escape[1:], 16))
+        return match[0]
+    return re.sub(r"\\(u[0-9a-f]{4}|.)", raw, dumped)
+
+
+@pytest.mark.parametrize("line", [
+    "12:03:0{n} tick", "pid 40{n} started", "{n}ms elapsed", "170000000{n} epoch",
+    "deadbeefcafe0{n} built", "550e8400-e29b-41d4-a716-44665544000{n}", "tmpabcdef1{n} left",
+    "{n} Dec 2026 was the day", "Dec {n} 2026 was the day", "/tmp/build-{n}/out"])
+@pytest.mark.parametrize("before", ["\n", "\t", "\r\n", "\x1f", "\\\n"])
+def test_a_volatile_value_starting_a_line_is_masked(line, before):
+    """In a result's JSON text a newline is ``\\n``: a value after it must still start a
+    word for the masks, or a loop printing one line per attempt reads as progress."""
+    normaliser = Normaliser()
+    keys = {outcome_key(normaliser, "exec", "h", is_error=False, details=None,
+                        text=f"retrying{before}{line.format(n=n)}{before}done")
+            for n in (1, 2)}
+    assert len(keys) == 1
+
+
+def test_escaped_backslashes_and_control_characters_stay_apart():
+    """What masking sees of a JSON text is as distinct as the text: a backslash, a NUL and
+    the escapes' letters do not collide."""
+    normaliser = Normaliser()
+    texts = ["a\\nb", "a\nb", "a\\\nb", "a\x00b", "a\\b", "a\\u0000b", "a\\\\nb",
+             "a\x1bb", "a\\u001bb", "a\bb", "a\\bb"]
+    assert len({normaliser.digest({"text": text}) for text in texts}) == len(texts)
 
 
 REMEMBERING = Normaliser()      # one for every example: its remembered digests must be right

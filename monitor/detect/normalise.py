@@ -251,7 +251,7 @@ class Normaliser:
         return digest
 
     def _masked_digest(self, encoded: bytes) -> str:
-        return hashlib.sha256(self.masked(encoded)).hexdigest()[:32]
+        return hashlib.sha256(self.masked(raw_controls(encoded))).hexdigest()[:32]
 
 
 _encode_sorted = msgspec.json.Encoder(order="sorted").encode
@@ -259,6 +259,31 @@ _encode_sorted = msgspec.json.Encoder(order="sorted").encode
 #: up to this many bytes: at most 1 MiB per normaliser.
 REMEMBERED_TEXTS = 512
 REMEMBERED_TEXT_BYTES = 2048
+
+#: The escapes JSON writes for control characters but NUL (``\\u0000`` stays: NUL stands for
+#: ``\\``), and those characters.
+_CONTROL_ESCAPES = tuple(
+    (b"\\" + {0x08: b"b", 0x09: b"t", 0x0A: b"n", 0x0C: b"f", 0x0D: b"r"}.get(
+        code, b"u%04x" % code), bytes((code,)))
+    for code in range(1, 0x20))
+
+
+def raw_controls(encoded: bytes) -> bytes:
+    """JSON text as masking must see it: each escaped control character written raw and
+    each escaped backslash a NUL byte (JSON text holds neither raw, so two texts still
+    differ wherever their JSON differs). Escaped, a newline is the letter ``n`` before the
+    next line's first character, and a volatile value that starts a line (``12:03:04``,
+    ``pid 42``, ``5ms``) no longer starts a word: it would not be masked, and a result
+    repeated with only such a value changed would read as progress. Every other backslash
+    starts an escape and none holds another, so each escape is replaced on its own (a
+    ``bytes.replace`` each, in C)."""
+    if b"\\" not in encoded:
+        return encoded
+    text = encoded.replace(b"\\\\", b"\x00")
+    for escape, char in _CONTROL_ESCAPES:
+        if escape in text:
+            text = text.replace(escape, char)
+    return text
 
 
 def _sub_where_probed(pattern: re.Pattern, text: bytes, gate: Gate,
