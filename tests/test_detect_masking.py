@@ -119,14 +119,21 @@ def test_each_rewritten_regex_and_its_gate(text):
 
 @FUZZ
 @given(text=texts)
+@example(text="\x1b[2m12:03:04\x1b[0m\n5ms\x1b[\x1b[1;\x7e \\n12:00:00 \x1b\\[0m")
 def test_a_digest_hashes_the_masked_json_text(text):
     """``digest`` encodes with msgspec, not ``json.dumps``: for JSON's own values the text,
-    so the key, is the same. The masks see its control characters raw (``raw_escapes``)."""
+    so the key, is the same. The masks see its control characters raw (``raw_escapes``)
+    and no terminal control sequence (``without_csi``)."""
     body = {"text": text, "details": {"n": [1, None, True], "z": text[:5]}, "error": False}
     dumped = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    expected = hashlib.sha256(utf8(original_mask(raw_escapes(dumped)))).hexdigest()[:32]
+    masked = original_mask(without_csi(raw_escapes(dumped)))
+    expected = hashlib.sha256(utf8(masked)).hexdigest()[:32]
     assert Normaliser().digest(body) == expected
     assert REMEMBERING.digest(body) == REMEMBERING.digest(body) == expected
+
+
+def without_csi(text: str) -> str:
+    return re.sub("\x1b\\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]", "\x1b", text)
 
 
 def raw_escapes(dumped: str) -> str:
@@ -166,6 +173,23 @@ def test_escaped_backslashes_and_control_characters_stay_apart():
     texts = ["a\\nb", "a\nb", "a\\\nb", "a\x00b", "a\\b", "a\\u0000b", "a\\\\nb",
              "a\x1bb", "a\\u001bb", "a\bb", "a\\bb"]
     assert len({normaliser.digest({"text": text}) for text in texts}) == len(texts)
+
+
+@pytest.mark.parametrize("coloured", [
+    "\x1b[2m12:03:0{n}\x1b[0m tick", "\x1b[1;32mpid 40{n}\x1b[m", "\x1b[33m{n}ms\x1b[39m",
+    "\x1b[2K\x1b[1G\x1b[36mdeadbeefcafe0{n}\x1b[0m", "\x1b[38;5;208m2026-12-0{n} 10:00\x1b[0m"])
+def test_a_volatile_value_in_terminal_colours_is_masked(coloured):
+    """A coloured log line repeated with only its time (pid, duration, id) changed is the
+    same outcome, and the colour codes do not mask a number of their own."""
+    normaliser = Normaliser()
+    keys = {outcome_key(normaliser, "exec", "h", is_error=False, details=None,
+                        text=f"waiting\n{coloured.format(n=n)}\nstill waiting")
+            for n in (1, 2)}
+    assert len(keys) == 1
+    plain = outcome_key(normaliser, "exec", "h", is_error=False, details=None,
+                        text="\x1b[31m3 failed\x1b[0m")
+    assert plain != outcome_key(normaliser, "exec", "h", is_error=False, details=None,
+                                text="\x1b[31m4 failed\x1b[0m")
 
 
 REMEMBERING = Normaliser()      # one for every example: its remembered digests must be right

@@ -251,7 +251,7 @@ class Normaliser:
         return digest
 
     def _masked_digest(self, encoded: bytes) -> str:
-        return hashlib.sha256(self.masked(raw_controls(encoded))).hexdigest()[:32]
+        return hashlib.sha256(self.masked(without_csi(raw_controls(encoded)))).hexdigest()[:32]
 
 
 _encode_sorted = msgspec.json.Encoder(order="sorted").encode
@@ -284,6 +284,20 @@ def raw_controls(encoded: bytes) -> bytes:
         if escape in text:
             text = text.replace(escape, char)
     return text
+
+
+#: A terminal control sequence (ECMA-48 CSI: colours, cursor moves, erasing).
+_CSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
+def without_csi(text: bytes) -> bytes:
+    """``text`` (``raw_controls``) with each terminal control sequence cut to its ESC byte.
+    Colours say nothing about progress, and a value right after one (``ESC[2m12:03:04``)
+    follows a letter, so it would not start a word and not be masked: a coloured log line
+    repeated with a new time would read as progress."""
+    if b"\x1b[" not in text:
+        return text
+    return _CSI.sub(b"\x1b", text)
 
 
 def _sub_where_probed(pattern: re.Pattern, text: bytes, gate: Gate,
