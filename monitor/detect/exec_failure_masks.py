@@ -12,16 +12,25 @@ import re
 from collections.abc import Callable
 
 _WS = "[\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+# JavaScript's word characters under the ``iu`` flags the masks have: ASCII letters, digits
+# and ``_``, and the two characters whose case folding is one of them, ``ſ`` (to ``s``) and
+# the Kelvin sign (to ``k``). ``\b`` next to a word character is a look-around on this set,
+# and ``s`` in a unit is ``[sſ]``: under ``i`` JavaScript matches ``ſ`` for ``s``.
+_JS_WORD = "[0-9A-Za-z_\u017f\u212a]"
+_START = f"(?<!{_JS_WORD})"
+_END = f"(?!{_JS_WORD})"
+_S = "[s\u017f]"
 # The duration's number is possessive (what follows it, ``.``, whitespace or a unit, is
 # never a digit, so giving digits back never helps): one long run of digits is read once,
 # not once per digit.
 _ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?"
                        r"(?:z|[+-]\d{2}:\d{2})?", re.ASCII | re.IGNORECASE)
 _CLOCK_TIME = re.compile(r"\d{1,2}:\d{2}:\d{2}(?:\.\d{1,6})?", re.ASCII)
-_ATTEMPT = re.compile(rf"\b(?:attempt|retry)\b(?:{_WS}|[#:=])*\d+", re.ASCII | re.IGNORECASE)
-_DURATION = re.compile(rf"\b\d++(?:\.\d++)?{_WS}?(?:ns|us|ms|seconds?|minutes?|hours?|s)\b",
-                       re.ASCII | re.IGNORECASE)
-_PID = re.compile(rf"\b(?:pid|ppid)\b(?:{_WS}|[#:=])*\d+", re.ASCII | re.IGNORECASE)
+_ATTEMPT = re.compile(rf"{_START}(?:attempt|retry){_END}(?:{_WS}|[#:=])*\d+",
+                      re.ASCII | re.IGNORECASE)
+_DURATION = re.compile(rf"{_START}\d++(?:\.\d++)?{_WS}?(?:n{_S}|u{_S}|m{_S}|{_S}econd{_S}?|"
+                       rf"minute{_S}?|hour{_S}?|{_S}){_END}", re.ASCII | re.IGNORECASE)
+_PID = re.compile(rf"{_START}(?:pid|ppid){_END}(?:{_WS}|[#:=])*\d+", re.ASCII | re.IGNORECASE)
 # An ASCII text's shape for ``_DURATION``: digits ``9``, whitespace a space, the first
 # letters of the units (either case) ``u``. A match ends in a digit followed by a unit,
 # directly or after one whitespace character, so ``9 ?u`` occurs in the shape.
