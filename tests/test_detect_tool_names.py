@@ -18,6 +18,7 @@ import pytest
 from test_detect_support import Script, exec_details
 from test_hostile_cli import assert_clean, clawwatch
 
+from monitor.detect.outcomes import unknown_tool_name
 from monitor.detect.tool_call_hashing import normalize_tool_name
 from monitor.display import printable
 
@@ -134,3 +135,35 @@ def test_the_dashboard_names_the_tools_as_called():
     streaks = {s.detector: s.tool for s in script.engine.streaks(script.session_id)}
     assert streaks["generic_repeat"] == "Read"
     assert streaks["ping_pong"] == "Read/Bash"
+
+
+# The tool an error names, as OpenClaw 2026.9.6's ``extractUnknownToolName`` (``/i`` regexes
+# without ``u``: ASCII case folding, JavaScript's ``\s``) read it under Node.
+UNKNOWN_TOOL_ERRORS = {
+    "unknown tool: \u017fearch": None,
+    "Unknown tool: \u212aill": None,
+    "unknown tool:\x1cfoo": None,
+    "unknown tool:\x85foo": None,
+    "unknown tool:\ufefffoo": "foo",
+    "tool \u0130nfo not found": None,
+    "UNKNOWN TOOL: Foo": "foo",
+    "unknown tool: a\u017fb": "a",
+    "tool foo\u2028not found": "foo",
+    "tool 'Web.Search' is not available": "web.search",
+}
+
+
+def test_an_unknown_tool_is_named_as_openclaw_names_it():
+    """A letter Python folds and JavaScript does not (``ſ``, the Kelvin sign, ``İ``) or a
+    character one of them calls whitespace does not name a tool OpenClaw would not name:
+    ten such errors would raise an ``unknown_tool_repeat`` critical OpenClaw never raised."""
+    named = {error: unknown_tool_name(error) for error in UNKNOWN_TOOL_ERRORS}
+    assert named == UNKNOWN_TOOL_ERRORS
+
+
+def test_errors_naming_a_tool_only_by_python_folding_raise_no_critical(tmp_path):
+    script = Script()
+    for _ in range(12):
+        script.step("web_fetch", {"url": "https://example.test"}, None,
+                    "Unknown tool: \u212aill", is_error=True)
+    assert not [f for f in script.findings if f.detector == "unknown_tool_repeat"]

@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-_WS = "[\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+from monitor.detect.jsstable import JS_SPACE
+
+_WS = JS_SPACE
 # JavaScript's word characters under the ``iu`` flags the masks have: ASCII letters, digits
 # and ``_``, and the two characters whose case folding is one of them, ``ſ`` (to ``s``) and
 # the Kelvin sign (to ``k``). ``\b`` next to a word character is a look-around on this set,

@@ -38,6 +38,9 @@ _JS_WHITESPACE = (
     "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
     "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
+#: JavaScript's ``\s`` as a regex class (Python's ``\s`` also holds ``\x1c``-``\x1f`` and
+#: ``\x85``, and lacks ``\ufeff``).
+JS_SPACE = "[\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _dumps_str = json.JSONEncoder(ensure_ascii=False).encode
 _dumps_sorted = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode

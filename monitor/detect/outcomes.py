@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from monitor.detect.exec_outcomes import exec_outcome
-from monitor.detect.jsstable import UNDEFINED, js_trim
+from monitor.detect.jsstable import JS_SPACE, UNDEFINED, js_trim
 from monitor.detect.outcome_digests import digest_outcome
 from monitor.detect.outcome_record import VETO_KIND, Outcome, made_now
 from monitor.detect.send_results import is_volatile_send, strip_volatile_send_ids
@@ -26,10 +26,13 @@ _LOOP_NOTE = re.compile(
     r" stop if you are not making progress\.\]\Z"
 )
 _LOOP_NOTE_END = " repeated calls. Change your approach or stop if you are not making progress.]"
+# OpenClaw's ``/i`` regexes (no ``u``): case folds between ASCII letters only (``ſ`` is no
+# ``s``, the Kelvin sign no ``k``, ``İ`` no ``i``), and ``\s`` is JavaScript's.
 _UNKNOWN_TOOL = (
-    re.compile(r"""unknown tool[:\s]+["']?([a-z0-9_.-]+)["']?""", re.IGNORECASE),
-    re.compile(r"""tool\s+["']?([a-z0-9_.-]+)["']?\s+(?:not found|is not available)""",
-               re.IGNORECASE),
+    re.compile(rf"""unknown tool(?::|{JS_SPACE})+["']?([a-z0-9_.-]+)["']?""",
+               re.ASCII | re.IGNORECASE),
+    re.compile(rf"""tool{JS_SPACE}+["']?([a-z0-9_.-]+)["']?{JS_SPACE}+"""
+               r"(?:not found|is not available)", re.ASCII | re.IGNORECASE),
 )
 
 
