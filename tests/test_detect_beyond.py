@@ -7,6 +7,7 @@ import tracemalloc
 
 from test_detect_support import Script, engine_with, exec_details
 
+from monitor.detect.budgets import LEDGER_DAYS, DailyLedger
 from monitor.detect.gateway_notice import parse_loop_line
 from monitor.detect.memo import BoundedMemo
 from monitor.events import Usage
@@ -78,6 +79,32 @@ def test_token_budget_per_session_agent_and_day(tmp_path):
     agent = [f for f in second.findings if "agent main today" in f.message]
     assert [(f.level, f.count) for f in agent] == [("warning", 90), ("critical", 100)]
     assert not [f for f in second.findings if "all agents" in f.message]
+
+
+def test_a_record_dated_ahead_does_not_stop_the_daily_budgets(tmp_path):
+    """One reply of another agent dated a year ahead opens that day in the ledger; the
+    tokens of the current day go on counting toward its budgets."""
+    engine = engine_with(tmp_path, "budgets:\n  agent_tokens: 10000\n  nightly_tokens: 20000\n")
+    stray = Script(engine, session_id="stray", key="agent:other:x", agent="other")
+    stray.ts += 400 * 86400.0
+    stray.assistant(usage=Usage(input=10, output=1, total=11))
+    script = Script(engine)
+    for _ in range(30):
+        script.tick(10.0)
+        script.assistant(usage=Usage(input=990, output=10, total=1000))
+    assert [(level, count) for level, count, _ in script.of("token_budget")] == [
+        ("warning", 90), ("critical", 100), ("warning", 90), ("critical", 100)]
+    assert {f.message.split(" used ")[0] for f in script.findings
+            if f.detector == "token_budget"} == {
+        "agent main today", "all agents today"}
+
+
+def test_the_ledger_keeps_a_bounded_number_of_days():
+    ledger = DailyLedger()
+    for day in range(3 * LEDGER_DAYS):
+        ledger.add(f"2026-01-{day:02d}", "main", 5)
+        assert ledger.add("2026-12-07", "main", 1) == (day + 1, day + 1)
+    assert len(ledger.days) == LEDGER_DAYS
 
 
 def test_burn_rate_eta_and_status(tmp_path):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from datetime import date, datetime, timedelta
 
 from monitor.detect.memo import BoundedMemo
@@ -105,24 +105,33 @@ def day_of(ts: float, reset_time: str) -> str:
     return day
 
 
-class DailyLedger:
-    """Tokens per agent and in total for the current budget day (older days are dropped)."""
+#: Budget days whose totals are kept; the day added to longest ago is forgotten first.
+LEDGER_DAYS = 8
 
-    __slots__ = ("agents", "day", "total")
+
+class DailyLedger:
+    """Tokens per agent and in total per budget day, for the ``LEDGER_DAYS`` days most
+    recently added to. Each record counts toward its own day: one record dated ahead (a
+    skewed or forged clock, any agent's) opens a day of its own, and the current day goes
+    on counting; were only the newest day kept, every record of the real day after it would
+    be dropped and no agent or nightly budget would trip until that date."""
+
+    __slots__ = ("days",)
 
     def __init__(self) -> None:
-        self.day = ""
-        self.agents: dict[str, int] = {}
-        self.total = 0
+        #: day -> (tokens per agent, tokens of everyone)
+        self.days: OrderedDict[str, tuple[dict[str, int], list[int]]] = OrderedDict()
 
     def add(self, day: str, agent_id: str, tokens: int) -> tuple[int, int]:
-        """Account tokens; return (agent's tokens today, everyone's tokens today)."""
-        if day > self.day:
-            self.day = day
-            self.agents = {}
-            self.total = 0
-        elif day < self.day:
-            return 0, 0
-        self.agents[agent_id] = self.agents.get(agent_id, 0) + tokens
-        self.total += tokens
-        return self.agents[agent_id], self.total
+        """Account tokens; return (agent's tokens that day, everyone's tokens that day)."""
+        totals = self.days.get(day)
+        if totals is None:
+            totals = self.days[day] = ({}, [0])
+            while len(self.days) > LEDGER_DAYS:
+                self.days.popitem(last=False)
+        else:
+            self.days.move_to_end(day)
+        agents, everyone = totals
+        agents[agent_id] = agents.get(agent_id, 0) + tokens
+        everyone[0] += tokens
+        return agents[agent_id], everyone[0]

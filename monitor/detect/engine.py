@@ -294,12 +294,12 @@ class DetectionEngine:
         state.session_tokens += tokens
         agent_tokens = total_tokens = 0
         budgets = settings.config.budgets
+        day = ""
         if ts is not None and tokens:
             state.burn.add(ts, tokens, settings.detection.burn_rate.window_seconds)
-            agent_tokens, total_tokens = self._ledger.add(
-                day_of(ts, budgets.reset_time), state.agent_id, tokens)
-        hits = assistant_hits(state, settings, event, tokens, agent_tokens, total_tokens,
-                              self._ledger.day)
+            day = day_of(ts, budgets.reset_time)
+            agent_tokens, total_tokens = self._ledger.add(day, state.agent_id, tokens)
+        hits = assistant_hits(state, settings, event, tokens, agent_tokens, total_tokens, day)
         return [f for hit in hits if (f := gated(state, hit, 0, event.ts))]
 
     # ---------------------------------------------------------- gateway log
