@@ -31,6 +31,10 @@ _WORD = "[0-9A-Za-z_]"
 # starts below, which stand for ``\b`` before a word character).
 _NUM = f"[0-9](?<!{_WORD}[0-9])"
 _HEX = "[0-9a-fA-F]"
+# A duration's unit. A duration may go on in more units (``5m12s``, ``1h2m3.5s``), only the
+# last with a fraction: a digit after a ``.`` starts a word, so were each part allowed one,
+# ``1.5h1.5h…`` would be matched from every part to its end, in time quadratic in its length.
+_UNIT = "(?:ns|us|µs|ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hrs?|hours?)"
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 # Masking works on the UTF-8 bytes of the text (lone surrogates passed through), where the
@@ -137,8 +141,8 @@ BUILTIN_PATTERNS: tuple[tuple[str, str, Gate], ...] = (
      Gate(_HEX_SHAPE, b"hhhhhhhhhhhh", anchored=True, word_start=True)),
     ("epoch", rf"1(?<!{_WORD}1)[0-9]{{9}}(?:[0-9]{{3}}|[0-9]{{6}}|[0-9]{{9}})?(?:\.[0-9]++)?\b",
      Gate(_DIGIT_SHAPE, b"9999999999", anchored=True, word_start=True)),
-    ("duration", rf"{_NUM}[0-9]*+(?:\.[0-9]++)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds?|m|min|mins|"
-                 r"minutes?|h|hrs?|hours?)\b",
+    ("duration", rf"{_NUM}[0-9]*+(?:\.[0-9]++)?\s?{_UNIT}(?:[0-9]++{_UNIT})*"
+                 rf"(?:[0-9]++\.[0-9]++{_UNIT})?\b",
      Gate(_DIGIT_SHAPE, re.compile(rb"9[ \t]?u"))),
     ("pid", r"\b(?:pid|ppid|PID|process)\b[\s#:=]*+[0-9]+",
      Gate(None, (b"pid", b"PID", b"process"))),
