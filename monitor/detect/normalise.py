@@ -265,11 +265,11 @@ REMEMBERED_TEXTS = 512
 REMEMBERED_TEXT_BYTES = 2048
 
 #: The escapes JSON writes for control characters but NUL (``\\u0000`` stays: NUL stands for
-#: ``\\``), and those characters.
-_CONTROL_ESCAPES = tuple(
-    (b"\\" + {0x08: b"b", 0x09: b"t", 0x0A: b"n", 0x0C: b"f", 0x0D: b"r"}.get(
-        code, b"u%04x" % code), bytes((code,)))
-    for code in range(1, 0x20))
+#: ``\\``), and those characters: the five short ones, and the ``\\u00XX`` ones.
+_SHORT_ESCAPES = ((b"\\b", b"\x08"), (b"\\t", b"\t"), (b"\\n", b"\n"), (b"\\f", b"\x0c"),
+                  (b"\\r", b"\r"))
+_UNICODE_ESCAPES = tuple((b"\\u%04x" % code, bytes((code,))) for code in range(1, 0x20)
+                         if code not in (0x08, 0x09, 0x0A, 0x0C, 0x0D))
 
 
 def raw_controls(encoded: bytes) -> bytes:
@@ -280,13 +280,16 @@ def raw_controls(encoded: bytes) -> bytes:
     ``pid 42``, ``5ms``) no longer starts a word: it would not be masked, and a result
     repeated with only such a value changed would read as progress. Every other backslash
     starts an escape and none holds another, so each escape is replaced on its own (a
-    ``bytes.replace`` each, in C)."""
+    ``bytes.replace`` each, in C; the rare ``\\u00XX`` ones only when one is there)."""
     if b"\\" not in encoded:
         return encoded
     text = encoded.replace(b"\\\\", b"\x00")
-    for escape, char in _CONTROL_ESCAPES:
-        if escape in text:
-            text = text.replace(escape, char)
+    for escape, char in _SHORT_ESCAPES:
+        text = text.replace(escape, char)
+    if b"\\u00" in text:
+        for escape, char in _UNICODE_ESCAPES:
+            if escape in text:
+                text = text.replace(escape, char)
     return text
 
 
