@@ -140,6 +140,29 @@ def test_a_repeated_total_and_a_token_count_without_info_add_nothing():
     assert replies[-1].error_message == "interrupted"
 
 
+def test_a_total_that_falls_and_climbs_back_counts_only_its_highest(tmp_path):
+    """codex-rs only adds to ``total_token_usage``: a forged line that lowers it must not make
+    the climb back count as new spend (100, 50, 100, 200 is 200, not 250)."""
+    session = "019e2a3b-1c2d-7e3f-8a4b-5c6d7e8f9a0c"
+    target = tmp_path / "sessions" / "2026" / "12" / "07" / \
+        f"rollout-2026-12-07T08-00-00-{session}.jsonl"
+    target.parent.mkdir(parents=True)
+
+    def token_count(second: int, total: int) -> dict:
+        usage = {"input_tokens": total, "cached_input_tokens": 0, "output_tokens": total // 10,
+                 "reasoning_output_tokens": 0, "total_tokens": total + total // 10}
+        return {"timestamp": f"2026-12-07T08:00:0{second}.000Z", "type": "event_msg",
+                "payload": {"type": "token_count", "info": {"total_token_usage": usage}}}
+
+    meta = {"timestamp": "2026-12-07T08:00:00.000Z", "type": "session_meta",
+            "payload": {"id": session, "cwd": "/tmp", "cli_version": "0.171.0"}}
+    lines = [meta] + [token_count(n, total) for n, total in enumerate((100, 50, 100, 200), 1)]
+    target.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    _, events = read_all(tmp_path / "sessions")
+    assert tokens(events, session) == {"input": 200, "output": 20, "cache_write": 0,
+                                       "cache_read": 0, "total": 220}
+
+
 # ------------------------------------------------------------------ tool shapes
 
 def test_every_codex_tool_shape_becomes_calls_and_results():

@@ -24,14 +24,16 @@ again, however long ago it was read: the recent ids are kept with their names, e
 digest (``seen_digests``; a checkpoint keeps the last ``IDS_CHECKPOINTED`` ids with their
 names, and the newest digests).
 
-Tokens: ``token_count`` carries the thread's cumulative ``total_token_usage``, repeated as
-often as Codex likes (the same total again when only the rate limits changed), so a session's
-tokens are its last total, never a sum of totals. Each ``token_count`` that moves the total
-becomes one ``AssistantMessage`` (one model reply: the calls and text since the previous one)
-whose ``Usage`` is the move (each count's increase, never below zero), so the replies' usages
-add up to the last total; a ``token_count`` with only ``last_token_usage`` adds that. As in
-ccusage, ``input`` is the uncached input (``input_tokens - cached - cache write``),
-``cache_read`` the cached input (at most ``input_tokens``), ``total`` is ``total_tokens``.
+Tokens: ``token_count`` carries the thread's cumulative ``total_token_usage``, repeated as often
+as Codex likes (the same total again when only the rate limits changed), so a session's tokens
+are its highest total, never a sum of totals. Each ``token_count`` that raises the total becomes
+one ``AssistantMessage`` (one model reply: the calls and text since the previous one) whose
+``Usage`` is the rise above the highest total so far (each count's increase, never below zero:
+codex-rs never lowers a total, so one that falls and climbs back, as a forged line can make it,
+spends nothing twice), so the replies' usages add up to the highest total; a ``token_count``
+with only ``last_token_usage`` adds that. As in ccusage, ``input`` is the uncached input
+(``input_tokens - cached - cache write``), ``cache_read`` the cached input (at most
+``input_tokens``), ``total`` is ``total_tokens``.
 
 A rollout that continues another thread (a fork, a backtrack, a ``thread_spawn`` sub-agent)
 may start with that thread's lines copied after a second ``session_meta`` (``codex_copies``
@@ -263,7 +265,7 @@ class CodexSource(JsonlTreeSource):
             info = payload.get("info")
             total = Counts.of(info.get("total_token_usage")) if isinstance(info, dict) else None
             if total is not None:
-                rollout.total = total
+                rollout.total = total.highest(rollout.total)
 
     def _response_item(self, rollout: _Rollout, payload: dict, ts: float | None,
                        origin: str) -> list:
@@ -350,8 +352,8 @@ class CodexSource(JsonlTreeSource):
         total = Counts.of(info.get("total_token_usage"))
         previous = rollout.total
         if total is not None:
-            rollout.total = total
-            if previous == total:
+            rollout.total = total.highest(previous)
+            if rollout.total == previous:
                 return []
         moved = share(total, Counts.of(info.get("last_token_usage")), previous)
         if moved is None or not (moved.input or moved.cached or moved.output or moved.reasoning):

@@ -4,12 +4,13 @@ codex-rs keeps a thread's ``TokenUsage`` (``input_tokens`` including ``cached_in
 and, since 0.17x, ``cache_write_input_tokens``; ``output_tokens`` including
 ``reasoning_output_tokens``; ``total_tokens``) and writes it, cumulative, in every
 ``token_count`` event (``info.total_token_usage``), with the last reply's share beside it
-(``info.last_token_usage``). ``Counts`` is one such object; the source adds up the increases
-of the cumulative total, so a session's tokens end at its last total (less the total it started
-from, when it continues another thread's: ``share``). ``as_usage`` gives them
-as ccusage reports them: ``input`` the uncached input, ``cache_read`` the cached input (never
-more than the input), ``cache_write`` the cache writes, ``total`` ``total_tokens`` (input +
-output when a version did not write it).
+(``info.last_token_usage``). ``Counts`` is one such object; the source adds up the increases of
+the cumulative total over the most it has reached (codex-rs only ever adds to it, so a total
+that falls and climbs back is no new spend), so a session's tokens end at its highest total
+(less the total it started from, when it continues another thread's: ``share``). ``as_usage``
+gives them as ccusage reports them: ``input`` the uncached input, ``cache_read`` the cached
+input (never more than the input), ``cache_write`` the cache writes, ``total`` ``total_tokens``
+(input + output when a version did not write it).
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ class Counts:
         if raw.get("total_tokens") is None:
             read["total"] = read["input"] + read["output"]
         return cls(**read)
+
+    def highest(self, other: Counts | None) -> Counts:
+        """Each count at the larger of the two: the most a cumulative total has reached."""
+        if other is None:
+            return self
+        return Counts(*(max(mine, theirs) for mine, theirs in zip(
+            self.as_list(), other.as_list(), strict=True)))
 
     def minus(self, other: Counts) -> Counts:
         return Counts(*(max(0, mine - theirs) for mine, theirs in zip(
