@@ -313,6 +313,21 @@ def test_ambiguous_evidence_refuses_and_touches_nothing(clis, tmp_path):
     assert untouched(first) and untouched(second)
 
 
+def test_a_cwd_named_ambiguous_does_not_make_an_unproven_cli_a_kill_candidate(clis, tmp_path):
+    """The only CLI in the cwd, started after the transcript's first entry, is unproven, not
+    one of several rivals: the kill dialog lists nothing, whatever the cwd's name says."""
+    fake = clis.start("claude-code", cwd="ambiguous-project", mark=False, entry=False)
+    with open(fake.session.transcript, "a") as handle:
+        handle.write(json.dumps({"type": "user", "cwd": fake.session.cwd,
+                                 "timestamp": "2026-01-01T00:00:00Z"}) + "\n")
+    ctl = controller(tmp_path)
+    key = f"claude-code:{fake.session.session_id}"
+    _, lookup = ctl.lookup(key)
+    assert lookup.process is None and "started" in lookup.reason and not lookup.ambiguous
+    assert ctl.kill_candidates(key) == []
+    assert untouched(fake)
+
+
 def test_an_ambiguous_candidates_command_is_redacted_before_it_is_cut():
     # the candidate shows the command's first 200 characters: the token is cut 12 into it
     token = "ghp_Zq9xR2mK7vB4nL1pW8sT3yU6iO0aE5dF"

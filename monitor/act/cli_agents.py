@@ -93,11 +93,15 @@ class CliProcess:
 
 @dataclass(frozen=True)
 class Lookup:
-    """The outcome of ``find_cli``: ``process`` when the evidence names exactly one."""
+    """The outcome of ``find_cli``: ``process`` when the evidence names exactly one;
+    ``ambiguous`` when it names several (or several run where none is tied), so that the
+    ``candidates`` are the rivals to show, never decided from the ``reason`` text (which
+    holds the cwd, any path at all)."""
 
     process: CliProcess | None
     reason: str
     candidates: tuple[CliProcess, ...] = ()
+    ambiguous: bool = False
 
     @property
     def target(self) -> tuple[int, float] | None:
@@ -396,14 +400,15 @@ def find_cli(session: CliSession) -> Lookup:
     if len(tied) > 1:
         named = "; ".join(f"pid {proc.pid}: {', '.join(proc.ties)}" for proc in tied)
         return Lookup(None, f"ambiguous: {len(tied)} {session.source} processes in {cwd} are "
-                            f"tied to session {session.session_id} ({named})", tuple(found))
+                            f"tied to session {session.session_id} ({named})", tuple(found),
+                      ambiguous=True)
     if not found:
         return Lookup(None, f"no {session.source} process runs in {cwd}{aside}")
     if len(found) > 1:
         pids = ", ".join(str(proc.pid) for proc in found)
         return Lookup(None, f"ambiguous: {len(found)} {session.source} processes run in {cwd} "
                             f"(pids {pids}) and none is tied to session {session.session_id}",
-                      tuple(found))
+                      tuple(found), ambiguous=True)
     (proc,) = found
     first = first_entry_time(session.transcript)
     if first is None:

@@ -248,7 +248,7 @@ class CliAgentController:
         if session is None:
             return []
         if lookup.process is None:
-            return list(_ambiguous_candidates(lookup)) if "ambiguous" in lookup.reason else []
+            return list(_ambiguous_candidates(lookup)) if lookup.ambiguous else []
         evidence = f"tool group of {session.source} pid {lookup.process.pid} ({lookup.reason})"
         groups = [ProcessInfo(group.pid, group.create_time, group.command, session_key,
                               evidence, reasons=(evidence,))
