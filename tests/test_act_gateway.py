@@ -14,6 +14,8 @@ import io
 import json
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 
@@ -723,6 +725,30 @@ def test_cli_output_full_of_braces_is_read_in_bounded_time(tmp_path):
     with pytest.raises(GatewayError, match="bad: no"):
         cli_call("chat.abort", {"sessionKey": "k"}, openclaw_bin=str(cli), env={})
     assert time.monotonic() - started < 5
+
+
+def test_cli_output_without_end_is_kept_to_its_tail(tmp_path):
+    """A CLI that prints 300 MB of log lines before its answer: only the end is held (the
+    answer still read), and the error says the output was cut. Measured in a child Python,
+    whose peak memory is its own."""
+    cli = tmp_path / "openclaw"
+    cli.write_text("#!/bin/sh\nyes 'gateway log line {' | head -n 16000000\n"
+                   "echo '{\"ok\":false,\"error\":{\"type\":\"bad\",\"message\":\"no\"}}'\n"
+                   "exit 1\n")
+    cli.chmod(0o755)
+    probe = ("import resource, sys\n"
+             "from monitor.act.cli_call import cli_call\n"
+             "from monitor.act.gateway_errors import GatewayError\n"
+             "try:\n"
+             "    cli_call('chat.abort', {'sessionKey': 'k'}, openclaw_bin=sys.argv[1], env={})\n"
+             "except GatewayError as exc:\n"
+             "    print(exc)\n"
+             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(cli)], capture_output=True,
+                          text=True, timeout=60)
+    error, peak_kib = done.stdout.splitlines()
+    assert int(peak_kib) < 100_000, f"the child peaked at {int(peak_kib) // 1024} MiB"
+    assert "bad: no" in error and "its output was cut" in error, done.stderr
 
 
 def wait_until(condition, timeout: float = 10.0) -> bool:

@@ -3,16 +3,21 @@
 The CLI carries its own paired device identity, so it works where a token-only RPC
 connection is refused (``DEVICE_IDENTITY_REQUIRED``). It costs a Node start (1.5–3 s).
 The URL and token go to the child through its environment, never its argv, so they do
-not show up in ``ps``.
+not show up in ``ps``. Of what the CLI prints only the end is kept (``MAX_STDOUT_BYTES``,
+``MAX_STDERR_BYTES``): its JSON answer comes last, after any log lines, and a CLI that prints
+without end must not fill this process's memory; an error says when output was cut.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import selectors
 import shutil
 import subprocess
+import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from monitor import untrusted_json
@@ -20,6 +25,12 @@ from monitor.act.gateway_errors import GatewayError, GatewaySetupError, GatewayU
 
 #: Lines of the CLI's output that start with ``{`` tried as the start of its JSON document.
 JSON_STARTS_TRIED = 16
+#: The end of the CLI's stdout that is kept (its JSON answer is the last thing it prints).
+MAX_STDOUT_BYTES = 1 << 20
+#: The end of the CLI's stderr that is kept (only its last lines are ever shown).
+MAX_STDERR_BYTES = 64 << 10
+#: Bytes read from a pipe at a time.
+READ_BYTES = 1 << 16
 
 
 def find_openclaw_bin(env: Mapping[str, str] | None = None) -> str | None:
@@ -51,8 +62,7 @@ def cli_call(method: str, params: dict, *, openclaw_bin: str | None, url: str | 
     argv = [openclaw_bin, "gateway", "call", method, "--json", "--params", json.dumps(params),
             "--timeout", str(int(max(1.0, timeout - 2) * 1000))]
     try:
-        done = subprocess.run(argv, env=child_env, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+        done = _run_keeping_tails(argv, child_env, timeout)
     except subprocess.TimeoutExpired:
         raise GatewayUnavailable(f"openclaw gateway call {method}: no answer within "
                                  f"{timeout:g} s") from None
@@ -68,9 +78,78 @@ def cli_call(method: str, params: dict, *, openclaw_bin: str | None, url: str | 
     if not message:
         lines = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()
         message = " | ".join(line.strip() for line in lines[-3:])
+    if done.cut:
+        message += (f" (its output was cut: {done.cut} bytes dropped, the last "
+                    f"{MAX_STDOUT_BYTES} of stdout and {MAX_STDERR_BYTES} of stderr kept)")
     # Redacted whole, then cut: a token the cut halved would escape its replacement.
     raise GatewayError(redact(f"openclaw gateway call {method} exited {done.returncode}: "
                               f"{message[:65536]}", token)[:500])
+
+
+class _Tail:
+    """The last ``limit`` bytes written to a pipe, and how many were dropped before them."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.kept += chunk
+        if len(self.kept) > 2 * self.limit:     # trimmed now and then, not on every chunk
+            self.trim()
+
+    def trim(self) -> None:
+        excess = len(self.kept) - self.limit
+        if excess > 0:
+            del self.kept[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        self.trim()
+        return self.kept.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class _Captured:
+    returncode: int
+    stdout: str
+    stderr: str
+    #: Bytes of output dropped to keep within the limits (0: all of it is here).
+    cut: int
+
+
+def _run_keeping_tails(argv: list[str], env: dict[str, str], timeout: float) -> _Captured:
+    """Run ``argv`` to its end, keeping the last ``MAX_STDOUT_BYTES`` of its stdout and
+    ``MAX_STDERR_BYTES`` of its stderr; ``subprocess.TimeoutExpired`` (the child killed)
+    when it has not ended and closed its output within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    tails = {proc.stdout: _Tail(MAX_STDOUT_BYTES), proc.stderr: _Tail(MAX_STDERR_BYTES)}
+    try:
+        with selectors.DefaultSelector() as selector:
+            for pipe in tails:
+                selector.register(pipe, selectors.EVENT_READ)
+            while selector.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise subprocess.TimeoutExpired(argv, timeout)
+                for key, _ in selector.select(left):
+                    chunk = os.read(key.fd, READ_BYTES)
+                    if chunk:
+                        tails[key.fileobj].add(chunk)
+                    else:
+                        selector.unregister(key.fileobj)
+        returncode = proc.wait(max(0.0, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pipe in tails:
+            pipe.close()
+    out, err = tails[proc.stdout], tails[proc.stderr]
+    return _Captured(returncode, out.text(), err.text(), out.dropped + err.dropped)
 
 
 def _json_tail(text: str) -> Any:
