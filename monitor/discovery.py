@@ -115,26 +115,38 @@ def claude_projects_dir(path: str) -> str:
     return projects if os.path.isdir(projects) else path
 
 
-def claude_dirs(env, tried: list[str]) -> list[str]:
-    """Claude Code projects dirs as ccusage finds them: every dir of ``$CLAUDE_CONFIG_DIR``
-    (comma-separated; a config dir holding ``projects/`` or the projects dir itself) and only
-    those when it is set; else ``$XDG_CONFIG_HOME/claude/projects`` (default
-    ``~/.config/claude/projects``) and ``~/.claude/projects``, each if it exists."""
-    found: list[str] = []
+def claude_config_homes(env) -> list[str]:
+    """The Claude config dirs of an environment without ``$CLAUDE_CONFIG_DIR``: ``~/.claude``
+    (the only one Claude Code 2.x writes: 2.1.332 reads no ``XDG_CONFIG_HOME``) and
+    ``$XDG_CONFIG_HOME/claude`` (default ``~/.config/claude``: where Claude Code 1.0.30 wrote
+    when ``XDG_CONFIG_HOME`` was set, a change it took back, and where ccusage still reads)."""
+    xdg = env.get("XDG_CONFIG_HOME") or os.path.join(_home(env), ".config")
+    return [os.path.join(_home(env), ".claude"), os.path.join(xdg, "claude")]
+
+
+def claude_dir_candidates(env) -> list[str]:
+    """Where Claude Code transcripts may be, as ccusage looks: every dir of
+    ``$CLAUDE_CONFIG_DIR`` (comma-separated; a config dir holding ``projects/`` or the
+    projects dir itself) and only those when it is set; else the ``projects`` dir of each of
+    ``claude_config_homes``. What ``watch`` and ``replay`` read is what ``stop`` searches."""
     configured = env.get("CLAUDE_CONFIG_DIR")
     if configured and configured.strip():
-        tried.append(f"$CLAUDE_CONFIG_DIR={configured}")
-        candidates = [claude_projects_dir(p.strip()) for p in configured.split(",")
-                      if p.strip()]
+        found = [claude_projects_dir(part.strip()) for part in configured.split(",")
+                 if part.strip()]
     else:
-        xdg = env.get("XDG_CONFIG_HOME") or os.path.join(_home(env), ".config")
-        candidates = [os.path.join(xdg, "claude", "projects"),
-                      os.path.join(_home(env), ".claude", "projects")]
+        found = [os.path.join(home, "projects") for home in claude_config_homes(env)]
+    return list(dict.fromkeys(found))
+
+
+def claude_dirs(env, tried: list[str]) -> list[str]:
+    """Those of ``claude_dir_candidates`` that exist; each tried is named in ``tried``."""
+    configured = env.get("CLAUDE_CONFIG_DIR")
+    candidates = claude_dir_candidates(env)
+    if configured and configured.strip():
+        tried.append(f"$CLAUDE_CONFIG_DIR={configured}")
+    else:
         tried.extend(candidates)
-    for candidate in candidates:
-        if os.path.isdir(candidate) and candidate not in found:
-            found.append(candidate)
-    return found
+    return [candidate for candidate in candidates if os.path.isdir(candidate)]
 
 
 def codex_sessions_dir(path: str) -> str:

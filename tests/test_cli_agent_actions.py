@@ -41,6 +41,7 @@ from monitor.act.cli_controller import (
     routed,
 )
 from monitor.act.cli_processes import live_with_env
+from monitor.discovery import claude_dirs
 from monitor.redaction import redact_text
 
 pytestmark = pytest.mark.timeout(60)
@@ -146,9 +147,19 @@ def test_default_dirs_follow_the_environment(tmp_path):
     assert default_codex_dirs(env) == [str(tmp_path / ".codex/sessions")]
     env = {"HOME": "/nowhere", "CLAUDE_CONFIG_DIR": f"{tmp_path}/a,{tmp_path}/b",
            "CODEX_HOME": str(tmp_path / "cx")}
-    assert default_claude_dirs(env) == [str(tmp_path / "a/projects"),
-                                        str(tmp_path / "b/projects")]
+    (tmp_path / "a/projects").mkdir(parents=True)
+    assert default_claude_dirs(env) == [str(tmp_path / "a/projects"), str(tmp_path / "b")]
     assert default_codex_dirs(env) == [str(tmp_path / "cx/sessions")]
+
+
+def test_stop_searches_the_claude_dirs_that_watch_reads(tmp_path):
+    """``$XDG_CONFIG_HOME/claude/projects``, which ``watch`` and ``replay`` read as ccusage
+    does, is searched by ``stop`` too: a session they show is found, not "no transcript"."""
+    env = {"HOME": str(tmp_path / "user"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    (tmp_path / "xdg/claude/projects").mkdir(parents=True)
+    assert default_claude_dirs(env) == [str(tmp_path / "user/.claude/projects"),
+                                        str(tmp_path / "xdg/claude/projects")]
+    assert claude_dirs(env, []) == [str(tmp_path / "xdg/claude/projects")]
 
 
 def test_the_transcript_is_located_once_or_refused(tmp_path):
@@ -360,6 +371,27 @@ def _clawwatch_stop(tmp_path: Path, fake_home: Path, *args: str) -> subprocess.C
     env.pop("OPENCLAW_GATEWAY_URL", None)
     return subprocess.run([sys.executable, "-m", "monitor", "stop", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=30)
+
+
+def test_clawwatch_stop_finds_a_session_under_xdg_config_home(clis: FakeClis, tmp_path):
+    """A Claude Code run with ``CLAUDE_CONFIG_DIR=$XDG_CONFIG_HOME/claude`` (as its maintainers
+    advise for XDG), stopped from a shell without that variable: ``watch`` shows the session
+    (it reads ``$XDG_CONFIG_HOME/claude/projects``), so ``stop`` finds it there as well."""
+    xdg = tmp_path / "xdg"
+    session_id = str(uuid.uuid4())
+    transcript = clis.transcript("claude-code", tmp_path / "projA", session_id, xdg / "claude")
+    target = with_cwd(clis.start("claude-code", session_id=session_id, transcript=transcript,
+                                 config_dir=str(xdg / "claude"), exit_on_sigint=True))
+    key = f"claude-code:{session_id}"
+    env = {**os.environ, "HOME": str(tmp_path / "user"), "XDG_CONFIG_HOME": str(xdg),
+           "XDG_STATE_HOME": str(tmp_path / "state"), "CLAWWATCH_LOG_DIRS": "/nonexistent-cw"}
+    for name in ("CLAUDE_CONFIG_DIR", "OPENCLAW_GATEWAY_URL"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-m", "monitor", "stop", key], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"clawwatch stop {key}: done: sent SIGINT")
+    assert target.received() == ["SIGINT"]
 
 
 def test_clawwatch_stop_claude_code_key_as_a_subprocess(clis: FakeClis, tmp_path):

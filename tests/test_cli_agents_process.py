@@ -34,6 +34,7 @@ from monitor.act.cli_agents import (
     claude_project_folder,
     find_cli,
     session_cwd,
+    writes_elsewhere,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -456,6 +457,17 @@ def test_a_process_whose_config_dir_does_not_hold_the_transcript_is_left_out(cli
     found = find_cli(session)
     assert found.process is None
     assert "CODEX_HOME keeps sessions in" in found.reason
+
+
+def test_a_claude_processes_own_xdg_config_home_holds_its_sessions(tmp_path):
+    """Without ``CLAUDE_CONFIG_DIR`` a Claude Code process may write ``~/.claude`` or (as
+    1.0.30 did) ``$XDG_CONFIG_HOME/claude``: the process's own XDG dir, not a fixed one."""
+    env = {"HOME": str(tmp_path / "user"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    name = "projects/-work/0d7e4f38-5b1a-4c2e-9f3d-2a6b8c1e4f70.jsonl"
+    assert writes_elsewhere(env, "claude-code", str(tmp_path / "xdg/claude" / name)) is None
+    assert writes_elsewhere(env, "claude-code", str(tmp_path / "user/.claude" / name)) is None
+    elsewhere = writes_elsewhere(env, "claude-code", str(tmp_path / "user/.config/claude" / name))
+    assert elsewhere and "HOME keeps sessions in" in elsewhere
 
 
 @pytest.mark.parametrize("source", ["claude-code", "codex"])

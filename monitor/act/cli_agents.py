@@ -46,6 +46,7 @@ from monitor.act.cli_processes import (
     tool_children,
     working_dirs,
 )
+from monitor.discovery import claude_config_homes
 from monitor.sources.regular import open_regular_file
 from monitor.sources.transcript import parse_timestamp
 
@@ -205,15 +206,16 @@ def _inside(path: str, folder: str) -> bool:
 def writes_elsewhere(env: dict[str, str], source: str, transcript: str,
                      cwd: str | None = None) -> str | None:
     """Why a process whose environment is ``env`` cannot write ``transcript`` (its config
-    dir does not hold it), or None when it may (or the environment does not say). A relative
+    dir does not hold it), or None when it may (or the environment does not say). Claude
+    Code's config dirs are its ``$CLAUDE_CONFIG_DIR``, else ``claude_config_homes`` of its
+    own environment (its ``$XDG_CONFIG_HOME``, not clawwatch's). A relative
     config dir is the process's, below its cwd ``cwd`` (verified with Claude Code 2.1.332);
     without that cwd it says nothing."""
     if source == "claude-code":
         configured = env.get("CLAUDE_CONFIG_DIR")
         homes = [configured] if configured else []
         if not configured and env.get("HOME"):
-            homes = [os.path.join(env["HOME"], ".claude"),
-                     os.path.join(env["HOME"], ".config", "claude")]
+            homes = claude_config_homes(env)
         roots = [os.path.join(home, "projects") for home in homes]
         label = "CLAUDE_CONFIG_DIR" if configured else "HOME"
     else:

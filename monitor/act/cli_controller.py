@@ -48,6 +48,7 @@ from monitor.act.api import ActionKind, ActionResult, ProcessInfo
 from monitor.act.cli_agents import SOURCES, CliSession, Lookup, find_cli
 from monitor.act.cli_freeze import freeze, thaw
 from monitor.act.processes import KillOutcome, KillRefused, group_snapshot, kill_stragglers
+from monitor.discovery import claude_dir_candidates
 from monitor.redaction import clip_redacted, redact_text
 
 CONFIRM_SECONDS = 2.0
@@ -77,16 +78,10 @@ def _dirs(value: str | Iterable[str] | None) -> list[str]:
 
 
 def default_claude_dirs(env: Mapping[str, str] | None = None) -> list[str]:
-    """``$CLAUDE_CONFIG_DIR/projects`` (comma-separated dirs allowed), else
-    ``~/.claude/projects`` and ``~/.config/claude/projects``."""
-    env = os.environ if env is None else env
-    configured = [part.strip() for part in env.get("CLAUDE_CONFIG_DIR", "").split(",")
-                  if part.strip()]
-    if configured:
-        return [os.path.join(os.path.expanduser(part), "projects") for part in configured]
-    home = env.get("HOME") or os.path.expanduser("~")
-    return [os.path.join(home, ".claude", "projects"),
-            os.path.join(home, ".config", "claude", "projects")]
+    """The dirs ``watch`` and ``replay`` read Claude Code transcripts from when no
+    ``--claude-dir`` is given (``discovery.claude_dir_candidates``), whether they exist yet
+    or not: a session they show is one ``stop`` finds."""
+    return claude_dir_candidates(os.environ if env is None else env)
 
 
 def default_codex_dirs(env: Mapping[str, str] | None = None) -> list[str]:
