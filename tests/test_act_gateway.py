@@ -728,11 +728,11 @@ def test_cli_output_full_of_braces_is_read_in_bounded_time(tmp_path):
 
 
 def test_cli_output_without_end_is_kept_to_its_tail(tmp_path):
-    """A CLI that prints 300 MB of log lines before its answer: only the end is held (the
+    """A CLI that prints 138 MB of log lines before its answer: only the end is held (the
     answer still read), and the error says the output was cut. Measured in a child Python,
     whose peak memory is its own."""
     cli = tmp_path / "openclaw"
-    cli.write_text("#!/bin/sh\nyes 'gateway log line {' | head -n 16000000\n"
+    cli.write_text("#!/bin/sh\nyes 'gateway log line {' | head -n 6000000\n"
                    "echo '{\"ok\":false,\"error\":{\"type\":\"bad\",\"message\":\"no\"}}'\n"
                    "exit 1\n")
     cli.chmod(0o755)
