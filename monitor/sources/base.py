@@ -68,6 +68,9 @@ class Source:
     #: done at least one) and sets ``behind``; None: no limit. Set by ``SourceSet.poll`` so
     #: a step (and with it a stop signal or a quit key) never waits long.
     deadline: float | None = None
+    #: Set by ``SourceSet`` once the monitor is stopping (``note_stopping``): its steps are
+    #: then small, so the reads it makes before its checkpoint end within the 2 s a stop takes.
+    stopping: bool = False
     #: The last poll ended after the index (``index_went_first``).
     index_ended_poll: bool = False
     #: Set by the monitor when it detects only on the present: entries it will only count

@@ -81,6 +81,10 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
         self.include_archives = include_archives
         self._index_identity: tuple | None = None
         self._index: dict[str, dict] = {}
+        #: The entries of the index read last not looked at yet, and the identity and
+        #: decoding of an index read since (``_read_index``).
+        self._index_unseen = None
+        self._index_decoding = None
         self.poll_budget_bytes = POLL_BUDGET_BYTES
         self.max_open_followers = MAX_OPEN_FOLLOWERS
         #: Look at idle followers only on a poll after one that read all there was, and
@@ -179,13 +183,14 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
             self._order[self._cursor:self._cursor] = woken
 
     def poll(self) -> list:
-        """The index's changes first, then transcript lines, reading at most
-        ``poll_budget_bytes`` of transcripts; the next poll goes on from where this one
-        stopped. ``behind`` is True when the budget (or the step's ``deadline``) ran out in
-        a transcript or before every transcript was visited (the next poll may then find
-        nothing left to read)."""
+        """The index's changes first (of at most ``index_step_entries`` of its entries), then
+        transcript lines, reading at most ``poll_budget_bytes`` of transcripts; the next
+        poll goes on from where this one stopped. ``behind`` is True when the budget (or the
+        step's ``deadline``) ran out in a transcript or before every transcript was visited
+        (the next poll may then find nothing left to read), or when index entries are left."""
         out: list = []
-        self._read_index(out)
+        index_step = self.index_step_entries
+        index_seen = self._read_index(out, index_step)
         self.note_running(out)
         if self.index_went_first(out):
             return out
@@ -193,7 +198,7 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
         self._follow_new(self._transcript_paths())
         if len(self._followers) > followed:     # their index records may have come since
             records_before = len(out)
-            self._read_index(out)
+            self._read_index(out, max(index_step - index_seen, 0))
             self.note_running(out[records_before:])
         if not self._split_planned and self._order:
             self._start_split()
@@ -261,7 +266,9 @@ class LegacySessionsSource(SessionIndexReader, TranscriptListing, LegacySplittin
         if idle:
             self._order = [p for p in self._order if p not in idle]
             self._idle.update(dict.fromkeys(idle))
-        self.behind = stopped_at is not None
+        # A stopping monitor leaves the index's other entries to the next run, which reads
+        # the index again (not so the transcripts: a rotation may take them away).
+        self.behind = stopped_at is not None or (self.index_behind and not self.stopping)
         if notices:
             now = time.monotonic()
             if self._held_since is None:

@@ -272,6 +272,7 @@ class SourceSet:
         and each step once stopping at most ``STOPPING_POLL_BUDGET_BYTES``."""
         first = id(source) not in self._polled
         self._polled.add(id(source))
+        source.stopping = self._stopping
         limit = FIRST_POLL_BUDGET_BYTES if first else \
             STOPPING_POLL_BUDGET_BYTES if self._stopping else None
         if limit is None or not hasattr(source, "poll_budget_bytes"):
