@@ -32,6 +32,7 @@ from monitor.act.gateway_errors import (
     GatewayError,
     GatewayProtocolError,
     GatewayRpcError,
+    GatewaySetupError,
     GatewayUnavailable,
     connect_error,
 )
@@ -47,16 +48,17 @@ class FakeGateway:
     """A loopback protocol-4 gateway with a ``behaviour`` (see ``_serve``)."""
 
     def __init__(self, behaviour: str = "ok", *, token: str = TOKEN,
-                 redirect_to: str = "", flood: tuple[int, str] = (0, "")) -> None:
+                 redirect_to: str = "", flood: tuple[int, str] = (0, ""),
+                 host: str = "127.0.0.1") -> None:
         self.behaviour = behaviour
         self.token = token
         self.redirect_to = redirect_to
         self.flood = flood          # (frames, text) sent before each answer of flood-…
         self.requests: list[tuple[str, dict]] = []
         self.connections = 0
-        self._server = socket.create_server(("127.0.0.1", 0))
+        self._server = socket.create_server((host, 0))
         self.port = self._server.getsockname()[1]
-        self.url = f"ws://127.0.0.1:{self.port}"
+        self.url = f"ws://{host}:{self.port}"
         self._stop = threading.Event()
         #: ``hold-call`` answers each call only once this is set.
         self.release = threading.Event()
@@ -453,6 +455,44 @@ def test_a_redirect_is_refused_and_the_token_goes_nowhere_else(fake_gateway):
         client.close()
     assert "redirect (HTTP 302), which clawwatch does not follow" in str(caught.value)
     assert elsewhere.requests == []
+
+
+def non_loopback_address() -> str:
+    """An IPv4 address of this machine that is not loopback (the test skips without one)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.254", 9))
+            address = probe.getsockname()[0]
+        except OSError:
+            address = ""
+    if not address or address.startswith("127."):
+        pytest.skip("no non-loopback IPv4 address")
+    return address
+
+
+def test_the_token_is_not_sent_in_the_clear_to_a_host_other_than_loopback(
+        fake_gateway, monkeypatch):
+    """Over ``ws://`` to another host the token in the first frame is readable by anyone on
+    the path: refused before connecting, as OpenClaw's clients do, unless its break-glass
+    variable is set."""
+    monkeypatch.delenv("OPENCLAW_ALLOW_INSECURE_PRIVATE_WS", raising=False)
+    gateway = fake_gateway("ok", host=non_loopback_address())
+    client = fast_client(gateway.url)
+    try:
+        with pytest.raises(GatewaySetupError) as caught:
+            client.chat_abort("agent:main:loop")
+    finally:
+        client.close()
+    assert "refusing to send the gateway token in the clear" in str(caught.value)
+    assert TOKEN not in str(caught.value)
+    assert gateway.connections == 0 and gateway.requests == []
+
+    monkeypatch.setenv("OPENCLAW_ALLOW_INSECURE_PRIVATE_WS", "1")
+    client = fast_client(gateway.url)
+    try:
+        assert client.chat_abort("agent:main:loop")["aborted"] is True
+    finally:
+        client.close()
 
 
 def test_a_close_frame_ends_the_call_at_once_with_its_reason(fake_gateway):

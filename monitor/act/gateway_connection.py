@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import threading
 import time
 import uuid
@@ -42,7 +43,7 @@ from monitor.act.gateway_frames import (
     preview,
     request_frame,
 )
-from monitor.act.gateway_url import gateway_url_problem
+from monitor.act.gateway_url import gateway_url_problem, plaintext_token_problem
 from monitor.redaction import (
     redact_text,
     register_known_secret,
@@ -126,7 +127,8 @@ class GatewayConnection:
         if _CONNECT_TAKES_PROXY:
             options["proxy"] = None  # a loopback gateway must not go through $HTTPS_PROXY
         options["create_connection"] = self._new_socket_owner
-        problem = gateway_url_problem(self.url)
+        problem = (gateway_url_problem(self.url)
+                   or plaintext_token_problem(self.url, self.token, os.environ))
         if problem:
             raise GatewaySetupError(redact_text(problem))
         try:

@@ -5,6 +5,8 @@ line, not a ``ValueError`` from deep inside the WebSocket client."""
 
 from __future__ import annotations
 
+import ipaddress
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from websockets.exceptions import InvalidURI
@@ -13,6 +15,9 @@ from websockets.uri import parse_uri
 from monitor.redaction import url_without_userinfo
 
 FORM = "give ws://HOST:PORT or wss://HOST:PORT"
+#: OpenClaw's own break-glass for plaintext ``ws://`` to a trusted private network; clawwatch
+#: honours the same variable, so a setup the ``openclaw`` CLI accepts is accepted here too.
+ALLOW_PLAINTEXT = "OPENCLAW_ALLOW_INSECURE_PRIVATE_WS"
 PORT = "the port is not a number from 1 to 65535"
 
 
@@ -31,3 +36,29 @@ def gateway_url_problem(url: str) -> str | None:
     if reason is None:
         return None
     return f"bad gateway URL {url_without_userinfo(url)!r}: {reason}; {FORM}"
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether the URL's host is ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def plaintext_token_problem(url: str, token: str | None, env: Mapping[str, str]) -> str | None:
+    """Why the token must not be sent to ``url``, or None. The token goes in the first
+    frame, so over ``ws://`` to a host other than loopback anyone on the path reads it (and
+    can then stop or drive every agent); like OpenClaw's clients, clawwatch sends it in the
+    clear only to loopback unless ``$OPENCLAW_ALLOW_INSECURE_PRIVATE_WS=1``."""
+    if not token or urlsplit(url).scheme != "ws" or is_loopback_url(url):
+        return None
+    if env.get(ALLOW_PLAINTEXT, "").strip() == "1":
+        return None
+    return (f"refusing to send the gateway token in the clear to "
+            f"{url_without_userinfo(url)!r}: plaintext ws:// is for loopback only; use "
+            f"wss://, an SSH tunnel to 127.0.0.1, or set {ALLOW_PLAINTEXT}=1 for a trusted "
+            "private network")
