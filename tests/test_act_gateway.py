@@ -240,6 +240,11 @@ class FakeGateway:
                     "sessions.abort": {"abortedRunId": None, "status": "busy"
                                        if self.behaviour == "busy-unaborted" else "no-active-run"},
                     }.get(method, {"ok": True})
+        if self.behaviour == "abort-claimed-run-goes-on":
+            return {"chat.abort": {"aborted": True, "runIds": ["run-1"]},
+                    "sessions.list": {"sessions": [{"key": "agent:main:busy",
+                                                    "hasActiveRun": True}]},
+                    }.get(method, {"ok": True})
         if self.behaviour == "rows-keyed-by-objects":
             if method != "sessions.list":
                 return {"ok": True}
@@ -664,6 +669,21 @@ def test_stop_prints_one_short_line_for_an_answer_of_any_size(fake_gateway, tmp_
     (line,) = (out.getvalue() + err.getvalue()).splitlines()
     assert words in line and "\x1b" not in line
     assert len(line) < 8000, len(line)
+
+
+def test_stop_fails_when_the_gateway_claims_an_abort_but_the_run_goes_on(fake_gateway, tmp_path):
+    """``chat.abort`` answers ``aborted: true`` for run-1, yet no end event comes and the
+    session still lists an active run: the stop did not happen, so it is no success, in
+    the exit code, the output and the audit log."""
+    gateway = fake_gateway("abort-claimed-run-goes-on")
+    code, lines, err, elapsed = run_stop(stop_args("agent:main:busy", gateway.url, tmp_path),
+                                         stop_env(tmp_path))
+    assert code == 1, err
+    assert lines[0]["ok"] is False
+    assert "still lists an active run" in lines[0]["detail"]
+    audit = (tmp_path / "xdg" / "clawwatch" / "audit.jsonl").read_text().splitlines()
+    assert json.loads(audit[-1])["ok"] is False
+    assert elapsed < 10
 
 
 def test_stop_exits_2_without_a_gateway_url(tmp_path):

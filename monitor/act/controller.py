@@ -170,6 +170,13 @@ class GatewayActionController:
         confirmed = ""
         if method != "cli":
             ends = self.tracker.wait_run_ends(run_ids, self.confirm_seconds)
+            if len(ends) < len(run_ids) and self._still_active(session_key):
+                return ActionResult(
+                    session_key, method, False,
+                    f"{note}could not stop: the gateway answered that {via} aborted run "
+                    f"{_listed(run_ids)}, but no end event came within "
+                    f"{self.confirm_seconds:g} s and the session still lists an active run",
+                    trigger)
             confirmed = "; " + _listed([
                 f"run {run} ended ({_end_text(ends[run])})" if run in ends
                 else f"run {run}: no end event within {self.confirm_seconds:g} s"
@@ -177,6 +184,16 @@ class GatewayActionController:
         return ActionResult(session_key, method, True,
                             f"{note}aborted run {_listed(run_ids) or '?'} via {via} in "
                             f"{elapsed:.0f} ms{confirmed}", trigger)
+
+    def _still_active(self, session_key: str) -> bool:
+        """Whether the gateway still lists an active run for the session: asked when an
+        abort's runs sent no end event, since an ``ok`` answer alone proves no stop (False
+        when the list cannot be had: the answer is then all there is)."""
+        try:
+            row = self.client.session_row(session_key)
+        except GatewayError:
+            return False
+        return bool(row) and row.get("hasActiveRun") is True
 
     def _abort(self, session_key: str, method: str) -> tuple[dict, str]:
         if method == "cli":
