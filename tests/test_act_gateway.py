@@ -173,6 +173,10 @@ class FakeGateway:
             sock.sendall(self._frame(b"<html>not a gateway</html>"))
             self._stop.wait(30)
             return
+        if behaviour == "token-cut-in-first-frame":     # the preview's cut halves it
+            sock.sendall(self._frame(("A" * 60 + self.token + " not json").encode()))
+            self._stop.wait(30)
+            return
         if behaviour == "stall-challenge":
             self._stop.wait(30)
             return
@@ -218,6 +222,9 @@ class FakeGateway:
             if behaviour == "long-error-code":
                 self._send(sock, {"type": "res", "id": request["id"], "ok": False, "error": {
                     "code": "C" * 1_000_000, "message": "M" * 1_000_000}})
+                continue
+            if behaviour == "token-cut-in-garbage-frame":
+                sock.sendall(self._frame(("{" * 60 + self.token).encode(), opcode=0x2))
                 continue
             if behaviour == "garbage-after-connect":
                 sock.sendall(self._frame(b"\x00\x01 definitely { not json"))
@@ -498,6 +505,21 @@ def test_the_token_is_not_sent_in_the_clear_to_a_host_other_than_loopback(
         assert client.chat_abort("agent:main:loop")["aborted"] is True
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("behaviour", ["token-cut-in-first-frame",
+                                       "token-cut-in-garbage-frame"])
+def test_a_frame_that_echoes_the_token_shows_none_of_it(fake_gateway, behaviour):
+    """A bad frame is quoted by its first 80 characters: redacted before the cut, else a
+    token the cut halves shows its first characters (no longer known as the token)."""
+    client = fast_client(fake_gateway(behaviour).url, attempts=1)
+    try:
+        with pytest.raises(GatewayProtocolError) as caught:
+            client.chat_abort("agent:main:loop")
+    finally:
+        client.close()
+    assert "«redacted»" in str(caught.value)
+    assert TOKEN[:8] not in str(caught.value) and TOKEN[:8] not in client.last_error
 
 
 def test_a_close_frame_ends_the_call_at_once_with_its_reason(fake_gateway):

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from monitor import __version__, untrusted_json
+from monitor.redaction import redacted_cut
 
 PROTOCOL = 4
 OPERATOR_SCOPES = ("operator.read", "operator.write", "operator.admin")
@@ -44,6 +45,15 @@ def parse_frame(raw: Any) -> dict | None:
     return frame if isinstance(frame, dict) else None
 
 
+PREVIEW_CHARS = 80
+
+
 def preview(raw: Any) -> str:
-    """The start of a received frame, for an error message."""
-    return repr(raw[:80]) if isinstance(raw, (str, bytes)) else repr(raw)
+    """The start of a received frame, for an error message: redacted before the cut, so
+    a token the gateway echoes cannot show its first characters (a halved secret is no
+    longer known as one)."""
+    if isinstance(raw, bytes):
+        raw = raw[:PREVIEW_CHARS * 64].decode("utf-8", "backslashreplace")
+    if isinstance(raw, str):
+        return repr(redacted_cut(raw, PREVIEW_CHARS))
+    return repr(raw)
