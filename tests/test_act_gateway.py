@@ -498,6 +498,14 @@ def test_the_token_is_not_sent_in_the_clear_to_a_host_other_than_loopback(
     assert "refusing to send the gateway token in the clear" in str(caught.value)
     assert TOKEN not in str(caught.value)
     assert gateway.connections == 0 and gateway.requests == []
+    with_password = gateway.url.replace("ws://", "ws://operator:url-password-0123456789@")
+    client = fast_client(with_password, token=None)
+    try:
+        with pytest.raises(GatewaySetupError, match="in the clear") as caught:
+            client.chat_abort("agent:main:loop")
+    finally:
+        client.close()
+    assert "url-password" not in str(caught.value) and gateway.connections == 0
 
     monkeypatch.setenv("OPENCLAW_ALLOW_INSECURE_PRIVATE_WS", "1")
     client = fast_client(gateway.url)

@@ -51,10 +51,13 @@ def is_loopback_url(url: str) -> bool:
 
 def plaintext_token_problem(url: str, token: str | None, env: Mapping[str, str]) -> str | None:
     """Why the token must not be sent to ``url``, or None. The token goes in the first
-    frame, so over ``ws://`` to a host other than loopback anyone on the path reads it (and
-    can then stop or drive every agent); like OpenClaw's clients, clawwatch sends it in the
-    clear only to loopback unless ``$OPENCLAW_ALLOW_INSECURE_PRIVATE_WS=1``."""
-    if not token or urlsplit(url).scheme != "ws" or is_loopback_url(url):
+    frame (a URL's ``user:password@`` in the upgrade's Basic auth header), so over ``ws://``
+    to a host other than loopback anyone on the path reads it (and can then stop or drive
+    every agent); like OpenClaw's clients, clawwatch sends it in the clear only to loopback
+    unless ``$OPENCLAW_ALLOW_INSECURE_PRIVATE_WS=1``."""
+    parts = urlsplit(url)
+    if not (token or parts.username or parts.password) or parts.scheme != "ws" \
+            or is_loopback_url(url):
         return None
     if env.get(ALLOW_PLAINTEXT, "").strip() == "1":
         return None
