@@ -477,6 +477,23 @@ async def test_no_toast_while_the_alerts_pane_is_in_view_and_following(live):
         assert toasts[0].message.startswith("2 criticals: agent:main:hidden-0")
 
 
+async def test_criticals_the_source_filter_hides_from_the_alerts_pane_get_a_toast(live):
+    app = open_app(live)
+    toasts: list = []
+    app.bell = lambda: None
+    async with app.run_test(size=SIZE, message_hook=error_toasts(toasts)) as pilot:
+        await settle(pilot)
+        await pilot.press("F", "F")
+        assert app.view.source_filter == "claude-code"
+        await criticals_of(pilot, burst(live, "filtered", 1))
+        alerts = app.query_one(AlertsPane)
+        assert alerts.following and alerts.is_on_screen
+        assert not any(alert.session_key == "agent:main:filtered-0"
+                       for _, (alert, _) in alerts.rows)
+        await wait_for(pilot, lambda: toasts)
+        assert toasts[0].message.startswith("2 criticals: agent:main:filtered-0")
+
+
 async def test_pause_freezes_the_display_while_reading_goes_on(live):
     app = open_app(live)
     async with app.run_test(size=SIZE) as pilot:

@@ -20,7 +20,7 @@ from textual.timer import Timer
 
 from monitor.act.api import ActionKind, ActionResult
 from monitor.shown import shown_redacted
-from monitor.snapshot import BoardRow, Snapshot
+from monitor.snapshot import AlertEntry, BoardRow, Snapshot
 from monitor.ui.alerting import burst_toast
 from monitor.ui.messages import ActionFinished, KillCandidatesFound, Rang
 from monitor.ui.screens.dialogs import ConfirmScreen
@@ -50,14 +50,14 @@ class AlertsAndActions:
 
     def _announce(self, fresh, snapshot: Snapshot) -> None:
         """The bell at once; one toast per burst of new criticals, unless the alerts pane
-        is in view and following (it shows them at its top)."""
+        is in view, following, and lists them (it shows them at its top)."""
         criticals = [a for a in fresh if a.level == "critical"]
         if not criticals:
             return
         if self.book.should_ring(len(criticals), snapshot.alerts):
             first = criticals[0]
             self.ring(f"{first.session_key}: {first.detector} critical")
-        if self._alerts_in_view():
+        if self._alerts_in_view(criticals):
             return
         wait = self.burst.add(criticals)
         if self._burst_timer is not None:
@@ -67,15 +67,21 @@ class AlertsAndActions:
     def _toast_burst(self) -> None:
         self._burst_timer = None
         criticals = self.burst.take()
-        if criticals and not self._alerts_in_view():
+        if criticals and not self._alerts_in_view(criticals):
             title, text = burst_toast(criticals)
             self.notify(text, title=title, severity="error", timeout=8)
 
-    def _alerts_in_view(self) -> bool:
-        """The alerts pane is on the screen in front, following, and shows the latest."""
+    def _alerts_in_view(self, alerts: list[AlertEntry]) -> bool:
+        """The alerts pane is on the screen in front, following, and its filters let every
+        one of ``alerts`` through: a critical of a session the source filter hides is not
+        in the pane, so only a toast shows it."""
         pane = self.alerts_pane
-        return (pane.following and not self.view.paused and pane.screen is self.screen
-                and pane.is_on_screen)
+        view = self.view
+        if not (pane.following and not view.paused and pane.screen is self.screen
+                and pane.is_on_screen):
+            return False
+        sources = view.alert_sources(self.latest.rows)
+        return all(view.alert_visible(alert, sources) for alert in alerts)
 
     def repeat_bell(self) -> None:
         """Ring again while a critical is unacknowledged (rate-limited by the AlertBook)."""
