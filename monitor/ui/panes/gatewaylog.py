@@ -26,8 +26,24 @@ from monitor.ui.panes.base import set_title
 from monitor.ui.style import Palette, clock_time
 from monitor.ui.view import ViewState
 
-LINE_WIDTH = 400
+LINE_WIDTH = 400                # cells of a line the pane can show (scrolled sideways)
 LINE_CACHE = 500
+
+
+def shown_matches(pattern: re.Pattern, plain: str, shown: int) -> list[tuple[int, int]]:
+    """Where ``pattern`` matches ``plain``, within its first ``shown`` characters (the part
+    of a line the pane can show), matches that touch joined into one span: a line of
+    thousands of matches is restyled in a few spans, not thousands, on every key typed."""
+    spans: list[tuple[int, int]] = []
+    for found in pattern.finditer(plain, 0, shown + len(pattern.pattern)):
+        start, end = found.start(), min(found.end(), shown)
+        if start >= shown:
+            break
+        if spans and spans[-1][1] == start:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+    return spans
 
 
 class LogView(ScrollView, can_focus=True):
@@ -79,11 +95,13 @@ class LogView(ScrollView, can_focus=True):
         message = printable(line.message, keep_newlines=True)
         text.append(message.replace("\n", " ⏎ ").replace("\t", " "),
                     style=palette.style("foreground"))
+        plain = text.plain
+        text.truncate(LINE_WIDTH)
         if self.pattern is not None:
             is_current = self.current is not None and self.matches[self.current] == index
             style = palette.current_match if is_current else palette.match
-            for found in self.pattern.finditer(text.plain):
-                text.stylize(style, found.start(), found.end())
+            for start, end in shown_matches(self.pattern, plain, len(text.plain)):
+                text.stylize(style, start, end)
         return text
 
     def render_line(self, y: int) -> Strip:
