@@ -118,3 +118,27 @@ async def test_stop_and_kill_dialogs_of_lookalike_keys_name_different_sessions(
     titles = [text.splitlines()[0] for text in stops.values()]
     assert "Stop agent:main:main<U+2800>?" in titles
     assert "Stop agent:main:main<U+3000>?" in titles
+
+
+#: An OpenClaw session whose key (data, from sessions.json) names a Claude Code session:
+#: actions are routed by a key's prefix, so stopping it would stop that other session.
+BORROWED_KEY = "claude-code:0f3c2a9e-victim"
+
+
+async def test_an_openclaw_session_with_another_sources_key_is_not_acted_on(tmp_path: Path):
+    world = write_world("borrowed-key", (("hammer", BORROWED_KEY, 12),), root=tmp_path)
+    controller = RecordingController([ProcessInfo(4242, 1.0, "claude", BORROWED_KEY, "cwd")])
+    app = open_app(world, controller=controller)
+    toasts: list = []
+    async with app.run_test(size=SIZE, message_hook=toast_recorder(toasts)) as pilot:
+        await settle(pilot)
+        row = app.displayed.row(app.view.selected)
+        assert (row.key, row.source) == (BORROWED_KEY, "openclaw")
+        await pilot.press("s")
+        await wait_for(pilot, lambda: toasts or isinstance(app.screen, ConfirmScreen))
+        assert not isinstance(app.screen, ConfirmScreen)
+        await pilot.press("K")
+        await wait_for(pilot, lambda: len(toasts) == 2 or controller.calls)
+        await pilot.pause()
+    assert controller.calls == []
+    assert all("another source" in t.message for t in toasts)

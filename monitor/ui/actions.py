@@ -19,6 +19,7 @@ from textual import work
 from textual.timer import Timer
 
 from monitor.act.api import ActionKind, ActionResult
+from monitor.act.cli_controller import split_key
 from monitor.shown import shown_redacted
 from monitor.snapshot import AlertEntry, BoardRow, Snapshot
 from monitor.ui.alerting import burst_toast
@@ -39,6 +40,15 @@ def session_identity(row: BoardRow) -> str:
     that read alike (a Cyrillic ``а`` for a Latin ``a``) still name different sessions."""
     return (f"session {shown_redacted(row.session_id, IDENTITY_CHARS)}"
             f" · agent {shown_redacted(row.agent, IDENTITY_CHARS)}")
+
+
+def routed_source(row: BoardRow) -> str:
+    """The source whose sessions an action on ``row`` reaches: actions are routed by the
+    key's prefix (``claude-code:<id>``, ``codex:<id>`` to those CLIs' processes, every
+    other key to the OpenClaw gateway). An OpenClaw key is data (sessions.json), so it can
+    borrow another source's prefix and name a session other than the row's."""
+    routed = split_key(row.key)
+    return routed[0] if routed is not None else "openclaw"
 
 
 class AlertsAndActions:
@@ -105,12 +115,24 @@ class AlertsAndActions:
             self.notify("select a session first", severity="warning")
         return row
 
+    def _row_to_act_on(self) -> BoardRow | None:
+        """The selected row, unless its key would route a stop or kill to another source's
+        session than the row's (then a warning, and no action)."""
+        row = self._selected_row()
+        if row is not None and routed_source(row) != row.source:
+            self.notify(f"not acted on: the {row.source} session's key names a session of "
+                        f"another source ({routed_source(row)})\n"
+                        f"session {shown_redacted(row.key, TOAST_KEY_CHARS)}",
+                        severity="warning")
+            return None
+        return row
+
     def _selected_key(self) -> str | None:
         row = self._selected_row()
         return None if row is None else row.key
 
     def action_stop(self) -> None:
-        row = self._selected_row()
+        row = self._row_to_act_on()
         if row is None:
             return
         key = row.key
@@ -126,7 +148,7 @@ class AlertsAndActions:
         self.push_screen(ConfirmScreen(f"Stop {shown_key}?", body, "Stop"), answered)
 
     def action_kill(self) -> None:
-        row = self._selected_row()
+        row = self._row_to_act_on()
         if row is not None:
             self._find_kill_candidates(row.key, session_identity(row))
 
