@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rich.cells import set_cell_size
 from test_ui_scenes import (
     SECRET,
     RecordingController,
@@ -597,3 +598,24 @@ async def test_a_session_key_of_200_kb_is_redacted_only_as_far_as_it_is_shown(
     assert in_alerts and all(text.startswith("…#") for text in in_alerts), in_alerts
     assert header.startswith("agent:main:--x-token-") and token[-8:] not in header
     assert longest[0] <= BODY_CHARS + REDACT_SLACK, longest[0]
+
+
+async def test_alerts_of_wide_keys_that_differ_at_their_end_show_different_sessions(tmp_path):
+    keys = [f"agent:main:{'会话' * 10}{end}" for end in ("甲", "乙")]
+    world = write_world("wide-keys", tuple(("hammer", key, 1) for key in keys), root=tmp_path)
+    app = open_app(world)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key in keys:
+            world.step(key, 21)
+        await criticals_of(pilot, keys)
+        alerts = app.query_one(AlertsPane)
+        shown = {}
+        for _, payload in alerts.rows:
+            alert = payload[0]
+            if alert.session_key in keys:
+                cell = alerts.cells_of(payload)[3][0]
+                shown.setdefault(alert.session_key, set()).add(set_cell_size(cell, 20))
+    assert set(shown) == set(keys)
+    assert shown[keys[0]].isdisjoint(shown[keys[1]]), shown
+    assert all(cell.rstrip().endswith(key[-1]) for key in keys for cell in shown[key])

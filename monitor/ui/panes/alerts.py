@@ -12,8 +12,10 @@ pane's ``marks`` reactive is bound to the app's ``alert_marks`` and shows them w
 
 from __future__ import annotations
 
+from rich.cells import cell_len, get_character_cell_size
 from textual.reactive import var
 
+from monitor.display import printable
 from monitor.redaction import redacted_tail
 from monitor.snapshot import AlertEntry, Snapshot
 from monitor.ui.alerting import AlertMarks
@@ -29,8 +31,16 @@ COLUMNS = (("ack", "", 1), ("time", "Time", 8), ("level", "Level", 6), ("session
 
 
 def _tail(text: str, width: int) -> str:
-    """The end of ``text`` (where session keys differ), marked when cut."""
-    return text if len(text) <= width else "…" + text[-(width - 1):]
+    """The end of ``text`` (where session keys differ) that fits ``width`` cells, marked
+    when cut: counted in cells, not characters, or a key of wide characters (CJK, emoji)
+    would be cut again from the right by its column and lose the end that tells it apart."""
+    if cell_len(text) <= width:
+        return text
+    start, used = len(text), 1
+    while start > 0 and used + get_character_cell_size(text[start - 1]) <= width:
+        start -= 1
+        used += get_character_cell_size(text[start])
+    return "…" + text[start:]
 
 
 class AlertsPane(FollowsOwnState, RowsView):
@@ -70,7 +80,7 @@ class AlertsPane(FollowsOwnState, RowsView):
         return ((" " if is_acked else "●", style), (clock_time(alert.ts), palette.muted),
                 (f"{LEVEL_GLYPH.get(alert.level, '')} {SHORT_LEVEL.get(alert.level, '')}",
                  style),
-                (_tail(redacted_tail(alert.session_key, 20), 20), style), (what, style),
+                (_tail(printable(redacted_tail(alert.session_key, 20)), 20), style), (what, style),
                 (" ".join(alert.message.split()), style))
 
     def show(self, snapshot: Snapshot, view: ViewState, palette: Palette) -> None:
