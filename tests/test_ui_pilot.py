@@ -619,3 +619,15 @@ async def test_alerts_of_wide_keys_that_differ_at_their_end_show_different_sessi
     assert set(shown) == set(keys)
     assert shown[keys[0]].isdisjoint(shown[keys[1]]), shown
     assert all(cell.rstrip().endswith(key[-1]) for key in keys for cell in shown[key])
+
+
+async def test_a_wide_label_cut_to_the_boards_column_is_marked_cut(tmp_path):
+    key = f"agent:main:{'会话' * 12}"
+    world = write_world("wide-label", (("healthy", key, 2),), root=tmp_path)
+    app = open_app(world)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        board = app.query_one(SessionsBoard)
+        session_id = next(row.session_id for row in app.latest.rows if row.key == key)
+        cell = board.cell(session_id, "session")[0]
+    assert set_cell_size(cell, 28).rstrip().endswith("…"), cell

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len, set_cell_size
 from rich.style import Style
 
+from monitor.display import printable
 from monitor.snapshot import BoardRow, Snapshot
 from monitor.ui.panes.base import set_title
 from monitor.ui.panes.rows import RowsView
@@ -26,7 +28,13 @@ SOURCE_SHORT = {"openclaw": ("OC", "text-primary"), "claude-code": ("CC", "text-
 
 
 def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """``text`` cut to ``width`` cells, ``…`` marking a cut: in cells, not characters, or a
+    label of wide characters (CJK, emoji) would be cut by its column past the mark and
+    read as whole. Measured as shown, every control made visible."""
+    text = printable(text)
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, width - 1) + "…"
 
 
 def row_cells(row: BoardRow) -> tuple[tuple[str, str, str], ...]:
