@@ -225,3 +225,22 @@ def test_wrap_emit_emits_the_step_then_what_it_added(make_policy):
     emit([finding()])
     assert [type(r) for r in batches[0]] == [FindingRecord]
     assert [type(r) for r in batches[1]] == [ActionRecord]
+
+
+def test_a_key_that_routes_to_another_sources_session_is_not_acted_on(make_policy, tmp_path):
+    """Actions go by the key's prefix: an OpenClaw session whose key (data, from its index)
+    borrows ``claude-code:`` would have that Claude Code session killed for its findings."""
+    controller = RecordingController()
+    policy = make_policy("actions: {mode: auto, on_critical: kill}", controller)
+
+    def critical(key: str, session_id: str) -> FindingRecord:
+        return FindingRecord(ts="2026-01-01T00:00:00.000Z", key=key, session_id=session_id,
+                             detector="generic_repeat", level="critical", count=20,
+                             tool="exec", at_call=21, message="generic_repeat critical")
+
+    settle(policy, [critical("claude-code:victim", "openclaw-session"),
+                    critical("claude-code:own", "own")])
+    assert controller.calls == [("claude-code:own", "kill", "generic_repeat")]
+    refused = [e for e in audit_events(tmp_path) if e["key"] == "claude-code:victim"]
+    assert [e["event"] for e in refused] == ["suppressed"]
+    assert "routes to the claude-code session 'victim'" in refused[0]["detail"]

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from monitor.act.audit import AuditLog, now_iso
+from monitor.act.cli_controller import split_key
 from monitor.act.hung import agent_of
 from monitor.detect.findings import BUDGET_DETECTORS, LOOP_DETECTORS
 from monitor.records import ActionRecord, FindingRecord, Record
@@ -166,7 +167,7 @@ class ActionPolicy:
                 continue
             key = record.key or record.session_id or ""
             trigger = _finding_summary(record)
-            held = self._admit(key, agent_of(key))
+            held = routes_elsewhere(key, record.session_id) or self._admit(key, agent_of(key))
             base = {"key": key, "action": decision.method, "mode": decision.mode,
                     "trigger": trigger}
             if held:
@@ -267,3 +268,16 @@ class ActionPolicy:
                 self._done.append(out)
                 self._busy -= 1
                 self._idle.notify_all()
+
+
+def routes_elsewhere(key: str, session_id: str | None) -> str | None:
+    """Why an action on the session of ``key`` and ``session_id`` must not be taken by key:
+    actions are routed by the key's prefix (``claude-code:<id>``, ``codex:<id>`` to those
+    CLIs), and an OpenClaw session's key is data (its index), so one borrowing such a prefix
+    would have another source's session stopped or killed for its findings. None when the
+    key routes to its own session."""
+    routed = split_key(key)
+    if routed is None or routed[1] == session_id:
+        return None
+    return (f"not acted on: the key routes to the {routed[0]} session {routed[1]!r}, not to "
+            "this session")
