@@ -29,7 +29,7 @@ from test_productive_run import write_state_dir
 
 from monitor.act import processes as pt
 from monitor.act.audit import AuditLog
-from monitor.act.cli_controller import CliAgentController
+from monitor.act.cli_controller import CliAgentController, split_key
 from monitor.act.cli_freeze import freeze, frozen_pids, thaw
 from monitor.act.loop import ActionLoop
 from monitor.act.policy import DROPPED, ActionPolicy
@@ -184,7 +184,11 @@ def test_two_overlapping_freezes_of_one_cli_hold_it_until_both_thaw():
 # ------------------------------------------------------- the action loop (watch, dashboard)
 
 def kill_finding(key: str) -> FindingRecord:
-    return FindingRecord(ts="2026-12-05T00:00:00.000Z", key=key, session_id=key,
+    """A critical of the session ``key`` names; a CLI session's is named by the id its key
+    ends with, as the pipeline names it (the policy acts on no key routing elsewhere)."""
+    routed = split_key(key)
+    return FindingRecord(ts="2026-12-05T00:00:00.000Z", key=key,
+                         session_id=routed[1] if routed else key,
                          detector="generic_repeat", level="critical", count=20, tool="Bash",
                          at_call=21, message="generic_repeat critical")
 
