@@ -9,11 +9,11 @@ request whose ``Host`` names loopback).
 
 from __future__ import annotations
 
-import ipaddress
 import threading
 
 from monitor import __version__
 from monitor.compiled import build_label
+from monitor.loopback import is_loopback_name
 from monitor.metrics import DEFAULT_LOOKBACK_SECONDS, DEFAULT_MAX_SESSIONS, MetricsHub
 from monitor.metrics_http import serve
 from monitor.snapshot import STATES
@@ -213,13 +213,7 @@ def is_loopback_host(header: str | None) -> bool:
         name = text[1:].partition("]")[0]
     else:
         name = text.rpartition(":")[0] if text.count(":") == 1 else text
-    name = name.lower().rstrip(".")
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_name(name)
 
 
 def listens_on_loopback(host: str) -> bool:

@@ -5,13 +5,13 @@ line, not a ``ValueError`` from deep inside the WebSocket client."""
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from websockets.exceptions import InvalidURI
 from websockets.uri import parse_uri
 
+from monitor.loopback import is_loopback_name
 from monitor.redaction import url_without_userinfo
 
 FORM = "give ws://HOST:PORT or wss://HOST:PORT"
@@ -40,13 +40,7 @@ def gateway_url_problem(url: str) -> str | None:
 
 def is_loopback_url(url: str) -> bool:
     """Whether the URL's host is ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
-    host = (urlsplit(url).hostname or "").rstrip(".").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_name(urlsplit(url).hostname or "")
 
 
 def plaintext_token_problem(url: str, token: str | None, env: Mapping[str, str]) -> str | None:
